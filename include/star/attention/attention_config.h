@@ -1,0 +1,32 @@
+// AttentionConfig: which Phase 1 algorithm runs and with what parameters. One struct for every
+// algorithm, read from JSON (configs/*.json) or command-line flags, validated before any work starts.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace star {
+
+struct AttentionConfig {
+  std::string algorithm = "star";  // dense | star | no-anchor | ring | pulsar | streaming
+
+  // Blocking (star, no-anchor, ring, pulsar). 0: ceil(L / ranks), one block per rank.
+  int64_t block_size = 0;
+  // star: tokens of block 0 prepended to every later block. -1: equal to the block size.
+  int64_t anchor_size = -1;
+
+  // pulsar
+  int64_t sink_tokens = 64;
+  int64_t chunk_tokens = 32;
+  double summary_fraction = 0.125;  // of the block size, when summary_chunks == 0
+  int64_t summary_chunks = 0;       // explicit chunk count per block; overrides summary_fraction
+  std::string scoring = "max_idf";  // max_idf | tfidf | bm25 | entropy | even
+  std::string position_mode = "sparse";  // sparse | contiguous
+  bool keep_prefix_kv = false;      // keep sink and summary KV in the shard (experiments)
+
+  // streaming (StreamingLLM baseline)
+  int64_t streaming_sink = 1000;
+  int64_t streaming_window = 8000;
+};
+
+}  // namespace star
