@@ -1,0 +1,63 @@
+// Phase 2: encode the query against every rank's KV shard, then generate token by token.
+// Collective: every rank calls generate() with the same query and options. Rank 0 samples and
+// decides when to stop; the chosen token is broadcast so every rank feeds back the same one.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "star/attention/block_plan.h"
+#include "star/common/status.h"
+#include "star/dist/communicator.h"
+#include "star/engine/sampler.h"
+#include "star/model/kv_cache.h"
+#include "star/model/llama_model.h"
+#include "star/tokenizer/tokenizer.h"
+
+namespace star {
+
+// What Phase 2 needs from Phase 1's plan, and nothing more.
+struct ShardLayout {
+  int query_host = 0;
+  int64_t query_position_start = 0;
+  AttentionWindow window;
+  static ShardLayout of(const BlockPlan& p) { return {p.query_host, p.query_position_start, p.window}; }
+};
+
+struct GenerationOptions {
+  SamplingParams sampling;
+  int64_t max_tokens = 128;
+  std::vector<std::string> stop_strings;
+  std::vector<int32_t> stop_token_ids;  // in addition to the model's end-of-text / end-of-turn ids
+  bool ignore_eos = false;              // do not stop at the model's end ids (benchmarks)
+  bool return_query_logits = false;     // keep logits at every query position (rank 0)
+};
+
+enum class FinishReason { kStop, kLength, kCancelled };
+const char* finish_reason_name(FinishReason r);
+
+struct GenerationResult {
+  // Rank 0 only: the generated ids (a stop token id is not included) and their text, cut before
+  // any stop string.
+  std::vector<int32_t> tokens;
+  std::string text;
+  FinishReason finish_reason = FinishReason::kLength;
+  double first_token_seconds = 0;  // query encoding until the first token is chosen
+  double decode_seconds = 0;       // the rest
+  int64_t floats_sent = 0;         // this rank's all-gather payload, all layers and steps
+  std::vector<float> query_logits; // [query tokens, vocab] when asked for (rank 0)
+};
+
+// Rank 0 only: called with each token and the text it completed (possibly empty). Returning false
+// cancels the generation at this token.
+using TokenSink = std::function<bool(int32_t id, std::string_view text)>;
+
+Result<GenerationResult> generate(const LlamaModel& model, const Tokenizer& tokenizer, const ShardLayout& layout,
+                                  Communicator& comm, KvCache& shard, std::span<const int32_t> query_ids,
+                                  const GenerationOptions& options, const TokenSink& sink = {});
+
+}  // namespace star

@@ -1,0 +1,40 @@
+// One request end to end on every rank: plan, Phase 1, Phase 2. Collective over `comm`.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "star/attention/attention_config.h"
+#include "star/common/status.h"
+#include "star/dist/communicator.h"
+#include "star/engine/generator.h"
+#include "star/engine/phase1_executor.h"
+#include "star/engine/runtime_model.h"
+
+namespace star {
+
+struct InferenceRequest {
+  std::vector<int32_t> context_ids;  // BOS first, when the model has one
+  std::vector<int32_t> query_ids;
+  AttentionConfig attention;
+  GenerationOptions generation;
+};
+
+struct InferenceOutcome {
+  GenerationResult generation;
+  std::string algorithm;
+  int64_t context_tokens = 0;
+  int64_t query_tokens = 0;
+  std::vector<double> phase1_rank_seconds;   // each rank's Phase 1 compute time
+  std::vector<int64_t> shard_tokens;         // each rank's KV tokens after Phase 1
+  std::vector<size_t> shard_bytes;           // and their exact bytes
+  double phase1_seconds() const;             // the critical path: the slowest rank
+};
+
+// Checks the request against the model before anything runs (every rank reaches the same verdict).
+Status validate_request(const LlamaConfig& config, const InferenceRequest& request);
+
+Result<InferenceOutcome> run_inference(const RuntimeModel& model, Communicator& comm, const InferenceRequest& request,
+                                       const BlockProgress& progress = {}, const TokenSink& sink = {});
+
+}  // namespace star

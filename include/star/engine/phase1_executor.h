@@ -1,0 +1,31 @@
+// Phase 1: runs this rank's part of any BlockPlan and leaves its KV shard behind.
+// The executor knows three step kinds (block_plan.h) and nothing of the algorithm that made them.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "star/attention/block_plan.h"
+#include "star/common/status.h"
+#include "star/dist/communicator.h"
+#include "star/model/kv_cache.h"
+#include "star/model/llama_model.h"
+
+namespace star {
+
+struct Phase1Stats {
+  double compute_seconds = 0;   // this rank's wall time in Phase 1
+  int64_t tokens_processed = 0; // every token fed through the model, prefix steps included
+  int64_t shard_tokens = 0;     // tokens whose KV this rank holds afterwards
+  size_t shard_bytes = 0;       // exact bytes of that KV
+};
+
+// Called on each rank after each block it encoded: (block index, blocks done here, blocks here).
+using BlockProgress = std::function<void(int block_index, int done, int total)>;
+
+// Encodes this rank's steps of `plan` into `shard` (which must be empty). Collective for ring
+// plans: every rank of `comm` must call it with the same plan.
+Result<Phase1Stats> encode_context(const LlamaModel& model, const BlockPlan& plan, Communicator& comm,
+                                   KvCache& shard, const BlockProgress& progress = {});
+
+}  // namespace star

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs what starserve needs on Debian 12, skipping what is already there. Idempotent and
+# non-interactive. Python packages are only for the test references (fixtures and client tests).
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git
+  libopenmpi-dev openmpi-bin
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libspdlog-dev nlohmann-json3-dev libgtest-dev libgmock-dev libcli11-dev
+  libopenblas-dev libpcre2-dev libcpp-httplib-dev
+  python3 python3-pip python3-numpy python3-grpcio
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Test references for /usr/bin/python3 (Debian's interpreter): only when asked, they are large.
+if [ "${STAR_PYTHON_REFS:-0}" = "1" ]; then
+  if ! dpkg-query -W -f='${Status}' python3-torch 2>/dev/null | grep -q "install ok installed"; then
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-torch
+  fi
+  /usr/bin/python3 -c 'import transformers, tokenizers, safetensors' 2>/dev/null ||
+    as_root /usr/bin/python3 -m pip install -q --break-system-packages \
+      "transformers==4.44.2" "tokenizers==0.19.1" "safetensors"
+fi
+echo "setup: ok"

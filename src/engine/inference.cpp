@@ -1,0 +1,91 @@
+#include "star/engine/inference.h"
+
+#include <algorithm>
+#include <string>
+
+#include "star/attention/plan_builder.h"
+
+namespace star {
+
+double InferenceOutcome::phase1_seconds() const {
+  return phase1_rank_seconds.empty() ? 0.0 : *std::max_element(phase1_rank_seconds.begin(), phase1_rank_seconds.end());
+}
+
+Status validate_request(const LlamaConfig& config, const InferenceRequest& request) {
+  if (request.query_ids.empty()) return invalid_argument("query: empty (at least one token is needed)");
+  if (request.generation.max_tokens < 1) {
+    return invalid_argument("max_tokens: " + std::to_string(request.generation.max_tokens) + " (must be >= 1)");
+  }
+  if (Status s = validate_sampling(request.generation.sampling); !s.ok()) return s;
+  const int64_t total = static_cast<int64_t>(request.context_ids.size() + request.query_ids.size()) +
+                        request.generation.max_tokens;
+  if (total > config.max_position_embeddings) {
+    return invalid_argument("context: " + std::to_string(request.context_ids.size()) + " context + " +
+                            std::to_string(request.query_ids.size()) + " query + " +
+                            std::to_string(request.generation.max_tokens) + " max_tokens = " + std::to_string(total) +
+                            " tokens exceed the model's " + std::to_string(config.max_position_embeddings) +
+                            " positions");
+  }
+  for (const auto* ids : {&request.context_ids, &request.query_ids}) {
+    for (int32_t t : *ids) {
+      if (t < 0 || t >= config.vocab_size) {
+        return invalid_argument("token id " + std::to_string(t) + " outside the vocabulary [0, " +
+                                std::to_string(config.vocab_size) + ")");
+      }
+    }
+  }
+  return ok_status();
+}
+
+namespace {
+
+template <typename T>
+Result<std::vector<T>> gather_one(Communicator& comm, T value) {
+  std::vector<T> all(comm.size());
+  if (Status s = comm.all_gather(&value, sizeof(T), all.data()); !s.ok()) return s;
+  return all;
+}
+
+}  // namespace
+
+Result<InferenceOutcome> run_inference(const RuntimeModel& model, Communicator& comm, const InferenceRequest& request,
+                                       const BlockProgress& progress, const TokenSink& sink) {
+  const LlamaConfig& config = model.llama->config();
+  if (Status s = validate_request(config, request); !s.ok()) return s;
+  // An empty context has nothing to split: every algorithm degenerates to dense.
+  AttentionConfig attention = request.attention;
+  if (request.context_ids.empty()) attention.algorithm = "dense";
+  Result<BlockPlan> plan = build_block_plan(request.context_ids, comm.size(), attention);
+  if (!plan.ok()) return plan.status();
+
+  const RankPlan& mine = plan->ranks[comm.rank()];
+  KvCache shard(config.n_layers, config.n_kv_heads, config.head_dim);
+  const bool host = comm.rank() == plan->query_host;
+  shard.reserve(mine.shard.size() + (host ? static_cast<int64_t>(request.query_ids.size()) +
+                                                request.generation.max_tokens
+                                          : 0));
+  Result<Phase1Stats> phase1 = encode_context(*model.llama, *plan, comm, shard, progress);
+  if (!phase1.ok()) return phase1.status();
+
+  InferenceOutcome out;
+  out.algorithm = plan->algorithm;
+  out.context_tokens = static_cast<int64_t>(request.context_ids.size());
+  out.query_tokens = static_cast<int64_t>(request.query_ids.size());
+  auto seconds = gather_one(comm, phase1->compute_seconds);
+  auto tokens = gather_one(comm, phase1->shard_tokens);
+  auto bytes = gather_one(comm, phase1->shard_bytes);
+  if (!seconds.ok()) return seconds.status();
+  if (!tokens.ok()) return tokens.status();
+  if (!bytes.ok()) return bytes.status();
+  out.phase1_rank_seconds = std::move(*seconds);
+  out.shard_tokens = std::move(*tokens);
+  out.shard_bytes = std::move(*bytes);
+
+  Result<GenerationResult> gen = generate(*model.llama, *model.tokenizer, ShardLayout::of(*plan), comm, shard,
+                                          request.query_ids, request.generation, sink);
+  if (!gen.ok()) return gen.status();
+  out.generation = std::move(*gen);
+  return out;
+}
+
+}  // namespace star

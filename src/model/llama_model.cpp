@@ -1,0 +1,71 @@
+#include "star/model/llama_model.h"
+
+#include <string>
+
+#include "star/backend/cpu/embedding.h"
+#include "star/backend/cpu/gemm.h"
+#include "star/backend/cpu/rms_norm.h"
+#include "star/backend/cpu/swiglu.h"
+
+namespace star {
+
+LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights)
+    : config_(std::move(config)),
+      weights_(std::move(weights)),
+      rope_(config_.head_dim, config_.rope_theta, config_.rope_scaling) {}
+
+Result<std::vector<float>> LlamaModel::forward(std::span<const int32_t> tokens,
+                                               std::span<const int32_t> positions,
+                                               LayerAttention& attention, int64_t logit_rows) const {
+  const LlamaConfig& c = config_;
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  if (positions.size() != tokens.size()) {
+    return invalid_argument("forward: " + std::to_string(tokens.size()) + " tokens but " +
+                            std::to_string(positions.size()) + " positions");
+  }
+  if (logit_rows < 0 || logit_rows > n) {
+    return invalid_argument("forward: logit_rows " + std::to_string(logit_rows) + " outside [0, " +
+                            std::to_string(n) + "]");
+  }
+  for (int32_t t : tokens) {
+    if (t < 0 || t >= c.vocab_size) {
+      return invalid_argument("token id " + std::to_string(t) + " outside the vocabulary [0, " +
+                              std::to_string(c.vocab_size) + ")");
+    }
+  }
+  if (Status s = attention.begin(n); !s.ok()) return s;
+
+  const int64_t dim = c.dim, qd = c.q_dim(), kvd = c.kv_dim(), hid = c.hidden_dim;
+  std::vector<float> x(n * dim), h(n * dim), q(n * qd), k(n * kvd), v(n * kvd), att(n * qd);
+  std::vector<float> gate(n * hid), up(n * hid);
+
+  cpu::embedding(weights_.embed.data, dim, tokens.data(), n, x.data());
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const LlamaLayerWeights& w = weights_.layers[l];
+    cpu::rms_norm(x.data(), w.attn_norm.data, n, dim, static_cast<float>(c.rms_norm_eps), h.data());
+    cpu::matmul_nt(h.data(), n, dim, w.wq.data, qd, q.data());
+    cpu::matmul_nt(h.data(), n, dim, w.wk.data, kvd, k.data());
+    cpu::matmul_nt(h.data(), n, dim, w.wv.data, kvd, v.data());
+    cpu::apply_rope(q.data(), n, c.n_heads, c.head_dim, positions.data(), rope_, c.rope_layout);
+    cpu::apply_rope(k.data(), n, c.n_kv_heads, c.head_dim, positions.data(), rope_, c.rope_layout);
+    if (Status s = attention.attend(l, q.data(), k.data(), v.data(), n, att.data()); !s.ok()) return s;
+    cpu::matmul_nt(att.data(), n, qd, w.wo.data, dim, x.data(), /*accumulate=*/true);
+
+    cpu::rms_norm(x.data(), w.ffn_norm.data, n, dim, static_cast<float>(c.rms_norm_eps), h.data());
+    cpu::matmul_nt(h.data(), n, dim, w.w_gate.data, hid, gate.data());
+    cpu::matmul_nt(h.data(), n, dim, w.w_up.data, hid, up.data());
+    cpu::swiglu(gate.data(), up.data(), n * hid, gate.data());
+    cpu::matmul_nt(gate.data(), n, hid, w.w_down.data, dim, x.data(), /*accumulate=*/true);
+  }
+
+  std::vector<float> logits(logit_rows * c.vocab_size);
+  if (logit_rows > 0) {
+    const float* last = x.data() + (n - logit_rows) * dim;
+    cpu::rms_norm(last, weights_.final_norm.data, logit_rows, dim, static_cast<float>(c.rms_norm_eps),
+                  h.data());
+    cpu::matmul_nt(h.data(), logit_rows, dim, weights_.lm_head.data, c.vocab_size, logits.data());
+  }
+  return logits;
+}
+
+}  // namespace star
