@@ -1,0 +1,181 @@
+// The exactness checks of ALGORITHMS.md across 1–4 ranks: ring equals dense, star with one block
+// equals dense, any split of a KV set merges to attention over the whole set, and a multi-token
+// query sees every remote token. Also the per-rank KV bytes after Phase 1.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "star/attention/layer_attentions.h"
+#include "star/backend/cpu/attention.h"
+#include "star/dist/mpi_communicator.h"
+#include "star/engine/inference.h"
+#include "support/mpi_model.h"
+
+namespace star {
+namespace {
+
+class EngineExactness : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    // Small but with long positions, GQA 4:1 and llama3 rope scaling.
+    dir_ = new testing::SharedModelDir("--preset tiny --seed 5 --heads 8 --kv-heads 2 --max-positions 32768");
+    ASSERT_TRUE(dir_->ok());
+    auto m = open_model(dir_->path());
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    model_ = new RuntimeModel(std::move(*m));
+  }
+  static void TearDownTestSuite() {
+    delete model_;
+    delete dir_;
+  }
+
+  static InferenceRequest request(int64_t context_len, int64_t query_len, const std::string& algorithm,
+                                  uint64_t seed = 1) {
+    std::mt19937 rng(static_cast<uint32_t>(seed));
+    const int64_t vocab = std::min<int64_t>(model_->llama->config().vocab_size, 250);
+    InferenceRequest r;
+    for (int64_t i = 0; i < context_len; ++i) r.context_ids.push_back(static_cast<int32_t>(rng() % vocab));
+    for (int64_t i = 0; i < query_len; ++i) r.query_ids.push_back(static_cast<int32_t>(rng() % vocab));
+    r.attention.algorithm = algorithm;
+    r.generation.max_tokens = 12;
+    r.generation.ignore_eos = true;
+    r.generation.return_query_logits = true;
+    return r;
+  }
+
+  InferenceOutcome run(const InferenceRequest& r) {
+    Result<InferenceOutcome> out = run_inference(*model_, comm_, r);
+    EXPECT_TRUE(out.ok()) << out.status().to_string();
+    return out.ok() ? std::move(*out) : InferenceOutcome{};
+  }
+
+  static float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    EXPECT_EQ(a.size(), b.size());
+    float worst = 0;
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+    return worst;
+  }
+
+  MpiCommunicator comm_;
+  static testing::SharedModelDir* dir_;
+  static RuntimeModel* model_;
+};
+
+testing::SharedModelDir* EngineExactness::dir_ = nullptr;
+RuntimeModel* EngineExactness::model_ = nullptr;
+
+TEST_F(EngineExactness, RingEqualsDense) {
+  for (int64_t L : {int64_t{37}, int64_t{301}}) {
+    SCOPED_TRACE("L=" + std::to_string(L));
+    InferenceRequest dense = request(L, 6, "dense");
+    InferenceRequest ring = request(L, 6, "ring");
+    ring.attention.block_size = (L + comm_.size() - 1) / comm_.size();
+    InferenceOutcome a = run(dense), b = run(ring);
+    if (comm_.rank() != 0) continue;
+    // Every query row, not just the last: query token 0 must see every remote token.
+    EXPECT_LT(max_abs_diff(a.generation.query_logits, b.generation.query_logits), 1e-4f);
+    EXPECT_EQ(a.generation.tokens, b.generation.tokens);
+  }
+}
+
+TEST_F(EngineExactness, StarWithOneBlockEqualsDense) {
+  InferenceRequest dense = request(120, 4, "dense");
+  InferenceRequest star = request(120, 4, "star");
+  star.attention.block_size = 200;
+  if (comm_.size() > 1) {
+    Result<InferenceOutcome> out = run_inference(*model_, comm_, star);
+    ASSERT_FALSE(out.ok());
+    EXPECT_EQ(out.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(out.status().message().find("rank"), std::string::npos) << out.status().message();
+    return;
+  }
+  InferenceOutcome a = run(dense), b = run(star);
+  EXPECT_LT(max_abs_diff(a.generation.query_logits, b.generation.query_logits), 1e-5f);
+  EXPECT_EQ(a.generation.tokens, b.generation.tokens);
+}
+
+TEST_F(EngineExactness, SameSeedSameSampleWhateverTheSplit) {
+  InferenceRequest dense = request(90, 3, "dense");
+  InferenceRequest ring = request(90, 3, "ring");
+  for (auto* r : {&dense, &ring}) {
+    r->generation.sampling = SamplingParams{.temperature = 0.9f, .top_k = 40, .top_p = 0.95f, .seed = 1234};
+    r->generation.max_tokens = 16;
+  }
+  InferenceOutcome a = run(dense), b = run(ring);
+  if (comm_.rank() == 0) EXPECT_EQ(a.generation.tokens, b.generation.tokens);
+}
+
+TEST_F(EngineExactness, ShardsHoldOnlyTheirOwnBlocksWithExactBytes) {
+  const LlamaConfig& c = model_->llama->config();
+  for (const std::string algorithm : {"star", "no-anchor", "ring"}) {
+    SCOPED_TRACE(algorithm);
+    InferenceRequest r = request(203, 2, algorithm);
+    r.attention.block_size = 203 / (2 * comm_.size()) + 1;
+    InferenceOutcome out = run(r);
+    ASSERT_EQ(static_cast<int>(out.shard_tokens.size()), comm_.size());
+    int64_t total = 0;
+    for (int rank = 0; rank < comm_.size(); ++rank) {
+      total += out.shard_tokens[rank];
+      EXPECT_EQ(out.shard_bytes[rank],
+                static_cast<size_t>(out.shard_tokens[rank] * c.n_layers * 2 * c.n_kv_heads * c.head_dim) * sizeof(float));
+    }
+    EXPECT_EQ(total, 203);
+  }
+}
+
+// Phase 2's attention alone: each rank holds an arbitrary slice (possibly empty) of one KV set.
+TEST_F(EngineExactness, MergeOfAnySplitEqualsAttentionOverTheWholeSet) {
+  const AttentionShape shape{8, 2, 16};
+  std::mt19937 rng(99);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  for (int trial = 0; trial < 6; ++trial) {
+    const int64_t total = trial == 0 ? 0 : 1 + static_cast<int64_t>(rng() % 300);
+    const int64_t nq = 1 + trial % 3;
+    std::vector<float> k(total * shape.kv_floats()), v(k.size()), q(nq * shape.q_floats());
+    for (auto* buf : {&k, &v, &q}) for (float& x : *buf) x = 3.f * normal(rng);
+    // Uneven cut points, shared by every rank (same generator), some shards empty.
+    std::vector<int64_t> cuts{0, total};
+    for (int r = 1; r < comm_.size(); ++r) cuts.push_back(trial % 2 ? total : static_cast<int64_t>(rng() % (total + 1)));
+    std::sort(cuts.begin(), cuts.end());
+    const int64_t begin = cuts[comm_.rank()], end = cuts[comm_.rank() + 1];
+
+    KvCache shard(1, shape.n_kv_heads, shape.head_dim);
+    shard.grow(end - begin);
+    std::copy(k.begin() + begin * shape.kv_floats(), k.begin() + end * shape.kv_floats(), shard.keys(0));
+    std::copy(v.begin() + begin * shape.kv_floats(), v.begin() + end * shape.kv_floats(), shard.values(0));
+    ShardedQueryAttention attention(shape, comm_, shard, /*is_query_host=*/false);
+    std::vector<float> merged(nq * shape.q_floats());
+    ASSERT_TRUE(attention.begin(nq).ok());
+    ASSERT_TRUE(attention.attend(0, q.data(), nullptr, nullptr, nq, merged.data()).ok());
+
+    std::vector<float> whole(merged.size()), lse(nq * shape.n_heads);
+    cpu::attention_forward(q.data(), nq, k.data(), v.data(), total, shape.n_heads, shape.n_kv_heads, shape.head_dim,
+                           1.f / std::sqrt(16.f), cpu::AttentionMask{}, whole.data(), lse.data());
+    EXPECT_LT(max_abs_diff(merged, whole), 1e-5f) << "trial " << trial;
+  }
+}
+
+TEST_F(EngineExactness, BadRequestsFailOnEveryRankWithoutHanging) {
+  InferenceRequest empty_query = request(50, 0, "star");
+  Result<InferenceOutcome> a = run_inference(*model_, comm_, empty_query);
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find("query"), std::string::npos);
+
+  InferenceRequest too_long = request(10, 2, "star");
+  too_long.context_ids.resize(model_->llama->config().max_position_embeddings, 5);
+  Result<InferenceOutcome> b = run_inference(*model_, comm_, too_long);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("positions"), std::string::npos);
+
+  InferenceRequest too_many_ranks = request(10, 2, "star");
+  too_many_ranks.attention.block_size = 10;
+  Result<InferenceOutcome> c = run_inference(*model_, comm_, too_many_ranks);
+  EXPECT_EQ(c.ok(), comm_.size() == 1);
+
+  // After all that, a good request still runs on every rank.
+  run(request(40, 2, "star"));
+}
+
+}  // namespace
+}  // namespace star
