@@ -1,11 +1,13 @@
 #include "star/attention/layer_attentions.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <string>
 
 #include "star/attention/merge.h"
 #include "star/backend/cpu/attention.h"
+#include "star/common/cpu_clock.h"
 
 namespace star {
 namespace {
@@ -119,14 +121,19 @@ Status RingSegmentAttention::attend(int64_t layer, const float* q, const float* 
   for (size_t r = 0; r < segment_tokens_.size(); ++r) floats_per_rank[r] = 2 * segment_tokens_[r] * kvf;
 
   int64_t next = 1;
+  double attending = 0;
+  const double pass_start = process_cpu_seconds();
   Status s = ring_pass(comm_, packed_, floats_per_rank, [&](int source, std::span<const float> kv) -> Status {
     const int64_t rows = segment_tokens_[source];
     if (source > me || rows == 0) return ok_status();  // later segments are causally invisible
+    const double t0 = process_cpu_seconds();
     attend_rows(shape_, q, n, kv.data(), kv.data() + rows * kvf, 0, rows, cpu::AttentionMask{},
                 partial_out_.data() + next * n * qf, partial_lse_.data() + next * n * H);
+    attending += process_cpu_seconds() - t0;
     ++next;
     return ok_status();
   });
+  communication_cpu_seconds_ += process_cpu_seconds() - pass_start - attending;
   if (!s.ok()) return s;
   merge_partials(partial_out_.data(), partial_lse_.data(), n_partials, n, H, shape_.head_dim, out, lse_.data());
   return ok_status();
@@ -169,6 +176,7 @@ Status ShardedQueryAttention::attend(int64_t layer, const float* q, const float*
     return ok_status();
   }
   const int64_t per_rank = n * H * (shape_.head_dim + 1);
+  const auto start = std::chrono::steady_clock::now();
   if (Status s = comm_.all_gather(local_.data(), per_rank * sizeof(float), gathered_.data()); !s.ok()) return s;
   floats_sent_ += per_rank;
   for (int p = 0; p < P; ++p) {
@@ -177,6 +185,7 @@ Status ShardedQueryAttention::attend(int64_t layer, const float* q, const float*
     std::memcpy(partial_lse_.data() + p * n * H, src + n * qf, n * H * sizeof(float));
   }
   merge_partials(partial_out_.data(), partial_lse_.data(), P, n, H, shape_.head_dim, out, lse_.data());
+  gather_merge_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return ok_status();
 }
 

@@ -93,6 +93,7 @@ Result<GenerationResult> generate(const LlamaModel& model, const Tokenizer& toke
   int64_t next_position = layout.query_position_start + static_cast<int64_t>(tokens.size());
   const int64_t query_rows = options.return_query_logits ? static_cast<int64_t>(tokens.size()) : 1;
 
+  double query_gather_merge = 0;
   for (int64_t step = 0;; ++step) {
     // Only rank 0 samples, so only it pays for the vocabulary projection.
     const int64_t rows = is_root ? (step == 0 ? query_rows : 1) : 0;
@@ -108,7 +109,10 @@ Result<GenerationResult> generate(const LlamaModel& model, const Tokenizer& toke
       if (auto reason = answer.add(decision[0], step)) decision[1] = 1 + static_cast<int32_t>(*reason);
     }
     if (Status s = comm.broadcast(decision.data(), sizeof(decision), 0); !s.ok()) return s;
-    if (step == 0) result.first_token_seconds = seconds_since(start);
+    if (step == 0) {
+      result.first_token_seconds = seconds_since(start);
+      query_gather_merge = attention.gather_merge_seconds();
+    }
     if (decision[1] != 0) {
       result.finish_reason = static_cast<FinishReason>(decision[1] - 1);
       break;
@@ -122,6 +126,7 @@ Result<GenerationResult> generate(const LlamaModel& model, const Tokenizer& toke
   }
   result.decode_seconds = seconds_since(start) - result.first_token_seconds;
   result.floats_sent = attention.floats_sent();
+  result.decode_gather_merge_seconds = attention.gather_merge_seconds() - query_gather_merge;
   return result;
 }
 

@@ -7,9 +7,14 @@
 
 namespace star {
 
-double InferenceOutcome::phase1_seconds() const {
-  return phase1_rank_seconds.empty() ? 0.0 : *std::max_element(phase1_rank_seconds.begin(), phase1_rank_seconds.end());
-}
+namespace {
+
+double max_of(const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); }
+
+}  // namespace
+
+double InferenceOutcome::phase1_seconds() const { return max_of(phase1_rank_wall_seconds); }
+double InferenceOutcome::phase1_critical_path_seconds() const { return max_of(phase1_rank_compute_seconds); }
 
 Status validate_request(const LlamaConfig& config, const InferenceRequest& request) {
   if (request.query_ids.empty()) return invalid_argument("query: empty (at least one token is needed)");
@@ -71,13 +76,15 @@ Result<InferenceOutcome> run_inference(const RuntimeModel& model, Communicator& 
   out.algorithm = plan->algorithm;
   out.context_tokens = static_cast<int64_t>(request.context_ids.size());
   out.query_tokens = static_cast<int64_t>(request.query_ids.size());
-  auto seconds = gather_one(comm, phase1->compute_seconds);
+  auto wall = gather_one(comm, phase1->wall_seconds);
+  auto compute = gather_one(comm, phase1->compute_seconds);
   auto tokens = gather_one(comm, phase1->shard_tokens);
   auto bytes = gather_one(comm, phase1->shard_bytes);
-  if (!seconds.ok()) return seconds.status();
-  if (!tokens.ok()) return tokens.status();
-  if (!bytes.ok()) return bytes.status();
-  out.phase1_rank_seconds = std::move(*seconds);
+  for (const Status* s : {&wall.status(), &compute.status(), &tokens.status(), &bytes.status()}) {
+    if (!s->ok()) return *s;
+  }
+  out.phase1_rank_wall_seconds = std::move(*wall);
+  out.phase1_rank_compute_seconds = std::move(*compute);
   out.shard_tokens = std::move(*tokens);
   out.shard_bytes = std::move(*bytes);
 

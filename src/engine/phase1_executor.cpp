@@ -5,6 +5,7 @@
 #include <string>
 
 #include "star/attention/layer_attentions.h"
+#include "star/common/cpu_clock.h"
 
 namespace star {
 namespace {
@@ -34,6 +35,8 @@ Result<Phase1Stats> encode_context(const LlamaModel& model, const BlockPlan& pla
   }
   if (shard.tokens() != 0) return failed_precondition("encode_context needs an empty shard");
   const auto start = std::chrono::steady_clock::now();
+  const double cpu_start = process_cpu_seconds();
+  double communication = 0;
   const LlamaConfig& c = model.config();
   const AttentionShape shape = AttentionShape::of(c);
   const RankPlan& mine = plan.ranks[comm.rank()];
@@ -56,7 +59,9 @@ Result<Phase1Stats> encode_context(const LlamaModel& model, const BlockPlan& pla
         }
         case EncodeStep::Kind::kRingSegment: {
           RingSegmentAttention attention(shape, comm, shard, segment_sizes(plan));
-          return model.forward(step.token_ids, step.positions, attention, 0);
+          auto logits = model.forward(step.token_ids, step.positions, attention, 0);
+          communication += attention.communication_cpu_seconds();
+          return logits;
         }
       }
       return internal_error("unknown encode step kind");
@@ -71,7 +76,8 @@ Result<Phase1Stats> encode_context(const LlamaModel& model, const BlockPlan& pla
   if (mine.keep_prefix_kv) append_cache(prefix, shard);
   stats.shard_tokens = shard.tokens();
   stats.shard_bytes = shard.bytes();
-  stats.compute_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stats.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stats.compute_seconds = process_cpu_seconds() - cpu_start - communication;
   return stats;
 }
 

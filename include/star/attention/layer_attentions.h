@@ -70,11 +70,15 @@ class RingSegmentAttention final : public LayerAttention {
   Status begin(int64_t n_new) override;
   Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out) override;
 
+  // CPU seconds spent passing KV around the ring (sending, receiving, waiting), not attending.
+  double communication_cpu_seconds() const { return communication_cpu_seconds_; }
+
  private:
   AttentionShape shape_;
   Communicator& comm_;
   KvCache& shard_;
   std::vector<int64_t> segment_tokens_;
+  double communication_cpu_seconds_ = 0;
   int64_t first_ = 0;
   std::vector<float> packed_, partial_out_, partial_lse_, lse_;
 };
@@ -89,6 +93,8 @@ class ShardedQueryAttention final : public LayerAttention {
 
   // Floats this rank sent in all-gathers so far (Hq·(d+1) per layer and token).
   int64_t floats_sent() const { return floats_sent_; }
+  // Wall seconds spent in the all-gather and the merge so far.
+  double gather_merge_seconds() const { return gather_merge_seconds_; }
 
  private:
   AttentionShape shape_;
@@ -98,6 +104,7 @@ class ShardedQueryAttention final : public LayerAttention {
   AttentionWindow window_;
   int64_t first_ = 0;
   int64_t floats_sent_ = 0;
+  double gather_merge_seconds_ = 0;
   std::vector<float> local_, gathered_, partial_out_, partial_lse_, lse_;
 };
 

@@ -49,6 +49,7 @@ struct GenerationResult {
   double first_token_seconds = 0;  // query encoding until the first token is chosen
   double decode_seconds = 0;       // the rest
   int64_t floats_sent = 0;         // this rank's all-gather payload, all layers and steps
+  double decode_gather_merge_seconds = 0;  // all-gather + merge time after the first token
   std::vector<float> query_logits; // [query tokens, vocab] when asked for (rank 0)
 };
 

@@ -25,10 +25,12 @@ struct InferenceOutcome {
   std::string algorithm;
   int64_t context_tokens = 0;
   int64_t query_tokens = 0;
-  std::vector<double> phase1_rank_seconds;   // each rank's Phase 1 compute time
-  std::vector<int64_t> shard_tokens;         // each rank's KV tokens after Phase 1
-  std::vector<size_t> shard_bytes;           // and their exact bytes
-  double phase1_seconds() const;             // the critical path: the slowest rank
+  std::vector<double> phase1_rank_wall_seconds;     // each rank's Phase 1 wall time
+  std::vector<double> phase1_rank_compute_seconds;  // and its CPU time of model work
+  std::vector<int64_t> shard_tokens;                // each rank's KV tokens after Phase 1
+  std::vector<size_t> shard_bytes;                  // and their exact bytes
+  double phase1_seconds() const;                    // wall time of the slowest rank
+  double phase1_critical_path_seconds() const;      // compute time of the slowest rank
 };
 
 // Checks the request against the model before anything runs (every rank reaches the same verdict).

@@ -14,7 +14,8 @@
 namespace star {
 
 struct Phase1Stats {
-  double compute_seconds = 0;   // this rank's wall time in Phase 1
+  double wall_seconds = 0;      // this rank's wall time in Phase 1
+  double compute_seconds = 0;   // CPU seconds of model work (ring communication excluded)
   int64_t tokens_processed = 0; // every token fed through the model, prefix steps included
   int64_t shard_tokens = 0;     // tokens whose KV this rank holds afterwards
   size_t shard_bytes = 0;       // exact bytes of that KV

@@ -95,8 +95,8 @@ json outcome_json(const InferenceOutcome& o) {
 
 void log_outcome(const InferenceOutcome& o) {
   for (size_t r = 0; r < o.shard_tokens.size(); ++r) {
-    spdlog::info("rank {} holds {} context tokens, KV {} bytes, Phase 1 {:.3f} s", r, o.shard_tokens[r],
-                 o.shard_bytes[r], o.phase1_rank_seconds[r]);
+    spdlog::info("rank {} holds {} context tokens, KV {} bytes, Phase 1 {:.3f} s ({:.3f} s compute)", r,
+                 o.shard_tokens[r], o.shard_bytes[r], o.phase1_rank_wall_seconds[r], o.phase1_rank_compute_seconds[r]);
   }
   const auto& g = o.generation;
   const double per_token = g.tokens.size() > 1 ? g.decode_seconds / (g.tokens.size() - 1) : 0.0;
@@ -144,9 +144,8 @@ int run(const Options& o, Communicator& comm) {
     request.query_ids = r["query_ids"].get<std::vector<int32_t>>();
     request.attention = o.attention;
     request.generation = o.generation;
-    const int64_t blocks_log_every = 1;
-    BlockProgress progress = [&](int block, int done, int total) {
-      if (done % blocks_log_every == 0) spdlog::info("encoded block {} ({}/{} on this rank)", block, done, total);
+    BlockProgress progress = [](int block, int done, int total) {
+      spdlog::info("encoded block {} ({}/{} on this rank)", block, done, total);
     };
     TokenSink sink = [&](int32_t, std::string_view text) {
       if (stream_stdout) {

@@ -1,0 +1,78 @@
+#include "phase_command.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "star/attention/attention_config_io.h"
+#include "star/dist/mpi_communicator.h"
+#include "star/engine/inference.h"
+
+namespace star::bench {
+
+int run_phase_command(int argc, char** argv) {
+  MpiRuntime mpi(&argc, &argv);
+  MpiCommunicator comm;
+  CLI::App app{"star-bench phase: Phase 1 critical path and Phase 2 decode speed (run under mpirun)"};
+  std::string model_path, config_file;
+  int64_t context = 2048, query = 16, decode = 16;
+  AttentionConfig attention;
+  app.add_option("--model", model_path, "HF model directory or .gguf file")->required();
+  app.add_option("--context", context, "context tokens")->capture_default_str()->check(CLI::Range(1, 1 << 24));
+  app.add_option("--query", query, "query tokens")->capture_default_str()->check(CLI::Range(1, 1 << 16));
+  app.add_option("--decode-tokens", decode, "tokens generated")->capture_default_str()->check(CLI::Range(1, 1 << 16));
+  add_attention_options(app, attention, config_file);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return comm.rank() == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 2);
+  }
+  Result<AttentionConfig> resolved = resolve_attention_options(attention, config_file);
+  Result<RuntimeModel> model = open_model(model_path);
+  for (const Status* s : {&resolved.status(), &model.status()}) {
+    if (!s->ok()) {
+      if (comm.rank() == 0) std::fprintf(stderr, "%s\n", s->to_string().c_str());
+      return 2;
+    }
+  }
+  InferenceRequest request;
+  request.attention = *resolved;
+  std::mt19937 rng(11);
+  const int64_t vocab = model->llama->config().vocab_size;
+  for (int64_t i = 0; i < context; ++i) request.context_ids.push_back(static_cast<int32_t>(rng() % vocab));
+  for (int64_t i = 0; i < query; ++i) request.query_ids.push_back(static_cast<int32_t>(rng() % vocab));
+  request.generation.max_tokens = decode;
+  request.generation.ignore_eos = true;
+  Result<InferenceOutcome> out = run_inference(*model, comm, request);
+  if (!out.ok()) {
+    if (comm.rank() == 0) std::fprintf(stderr, "%s\n", out.status().to_string().c_str());
+    return 3;
+  }
+  if (comm.rank() == 0) {
+    const GenerationResult& g = out->generation;
+    const int64_t steps = static_cast<int64_t>(g.tokens.size());
+    nlohmann::json j;
+    j["algorithm"] = out->algorithm;
+    j["context"] = context;
+    j["ranks"] = comm.size();
+    j["block_size"] = request.attention.block_size;
+    j["phase1_critical_path_s"] = out->phase1_critical_path_seconds();
+    j["phase1_wall_s"] = out->phase1_seconds();
+    j["phase1_rank_compute_s"] = out->phase1_rank_compute_seconds;
+    j["shard_tokens"] = out->shard_tokens;
+    j["shard_bytes"] = out->shard_bytes;
+    j["first_token_s"] = g.first_token_seconds;
+    j["decode_ms_per_token"] = steps > 1 ? 1e3 * g.decode_seconds / static_cast<double>(steps - 1) : 0.0;
+    // The query step gathered query·Hq·(d+1) floats per layer; each decode step after it 1·Hq·(d+1).
+    const LlamaConfig& c = model->llama->config();
+    const int64_t query_floats = comm.size() > 1 ? c.n_layers * query * c.n_heads * (c.head_dim + 1) : 0;
+    j["bytes_sent_per_decode_step"] = steps > 1 ? 4.0 * static_cast<double>(g.floats_sent - query_floats) / (steps - 1) : 0.0;
+    j["gather_merge_fraction_of_decode"] = g.decode_seconds > 0 ? g.decode_gather_merge_seconds / g.decode_seconds : 0.0;
+    std::printf("%s\n", j.dump().c_str());
+  }
+  return 0;
+}
+
+}  // namespace star::bench
