@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Bad requests to `mpirun -np N star-run` end with a clear message from rank 0 and a non-zero exit,
+# and no rank hangs (each case runs under a timeout). Then a good request still works.
+# usage: star_run_errors.sh STAR_RUN STAR_MKMODEL
+set -uo pipefail
+star_run=$1
+mkmodel=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$mkmodel" --out "$work/model" --preset tiny --seed 3 --max-positions 256 >/dev/null || exit 1
+for i in $(seq 1 12); do echo "Sentence number $i of the context."; done >"$work/context.txt"
+for i in $(seq 1 200); do echo "A much longer context line number $i."; done >"$work/long.txt"
+
+failures=0
+# expect_failure NAME PATTERN NP ARGS...: non-zero exit (not a timeout) and PATTERN in the output.
+expect_failure() {
+  local name=$1 pattern=$2 np=$3
+  shift 3
+  timeout 60 mpirun --oversubscribe --allow-run-as-root -np "$np" "$star_run" "$@" >"$work/out" 2>&1
+  local rc=$?
+  if [ $rc -eq 0 ] || [ $rc -eq 124 ] || ! grep -q -- "$pattern" "$work/out"; then
+    echo "FAIL $name: exit $rc, expected a message matching '$pattern':"
+    sed 's/^/    /' "$work/out"
+    failures=$((failures + 1))
+  else
+    echo "ok   $name: $(grep -m1 -- "$pattern" "$work/out")"
+  fi
+}
+
+m=(--model "$work/model")
+expect_failure "empty query" "query: empty" 2 "${m[@]}" --context-file "$work/context.txt" --query ""
+expect_failure "context too long" "exceed the model's 256 positions" 2 "${m[@]}" --context-file "$work/long.txt" --query "q"
+expect_failure "block size 0" "block_size" 2 "${m[@]}" --context-file "$work/context.txt" --query "q" --block-size 0
+expect_failure "more ranks than blocks" "ranks" 3 "${m[@]}" --context-file "$work/context.txt" --query "q" --block-size 100000
+expect_failure "missing model" "$work/nope" 2 --model "$work/nope" --prompt "hi"
+expect_failure "missing context file" "context-file" 2 "${m[@]}" --context-file "$work/nope.txt" --query "q"
+expect_failure "unknown algorithm" "attention" 2 "${m[@]}" --context-file "$work/context.txt" --query "q" --attention sparkle
+
+if ! timeout 60 mpirun --oversubscribe --allow-run-as-root -np 2 "$star_run" "${m[@]}" --context-file "$work/context.txt" \
+    --query "q" --max-tokens 4 >"$work/out" 2>&1; then
+  echo "FAIL good request after the bad ones:"; sed 's/^/    /' "$work/out"; failures=$((failures + 1))
+fi
+echo "$((8 - failures)) passed, $failures failed"
+[ $failures -eq 0 ]
