@@ -1,0 +1,101 @@
+// stories260K converted to HF layout inside the test (Q/K rows permuted from adjacent-pair to
+// half-vector RoPE order, as the model's README gives) loads through the HF path and gives the
+// same logits as the GGUF path.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "star/attention/layer_attentions.h"
+#include "star/model/llama_model.h"
+#include "star/model/model_loader.h"
+#include "star/model/safetensors.h"
+#include "support/temp_dir.h"
+#include "support/test_paths.h"
+
+namespace star {
+namespace {
+
+// w.reshape(heads, d/2, 2, in).transpose(1, 2).reshape(heads*d, in)
+std::vector<float> adjacent_to_half(const WeightTensor& w, int64_t heads, int64_t d) {
+  const int64_t in = w.shape[1];
+  std::vector<float> out(w.numel());
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < d / 2; ++i)
+      for (int64_t p = 0; p < 2; ++p) {
+        const float* src = w.data + ((h * d) + 2 * i + p) * in;
+        std::copy(src, src + in, out.data() + ((h * d) + p * (d / 2) + i) * in);
+      }
+  return out;
+}
+
+std::vector<float> logits_of(const LlamaModel& model, const std::vector<int32_t>& ids) {
+  const LlamaConfig& c = model.config();
+  KvCache cache(c.n_layers, c.n_kv_heads, c.head_dim);
+  LocalCausalAttention attention(AttentionShape::of(c), cache);
+  std::vector<int32_t> positions(ids.size());
+  std::iota(positions.begin(), positions.end(), 0);
+  Result<std::vector<float>> r = model.forward(ids, positions, attention, static_cast<int64_t>(ids.size()));
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+  return r.ok() ? *r : std::vector<float>{};
+}
+
+TEST(GgufToHf, SameLogitsThroughBothLayouts) {
+  STAR_REQUIRE_STORIES260K(dir);
+  Result<LoadedModel> gguf = load_model(dir / "stories260K.gguf");
+  ASSERT_TRUE(gguf.ok()) << gguf.status().to_string();
+  const LlamaConfig& c = gguf->config;
+  ASSERT_EQ(c.rope_layout, RopeLayout::kAdjacent);
+
+  testing::TempDir hf;
+  nlohmann::json config = {
+      {"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"},
+      {"hidden_size", c.dim}, {"intermediate_size", c.hidden_dim}, {"num_hidden_layers", c.n_layers},
+      {"num_attention_heads", c.n_heads}, {"num_key_value_heads", c.n_kv_heads}, {"vocab_size", c.vocab_size},
+      {"max_position_embeddings", c.max_position_embeddings}, {"rms_norm_eps", c.rms_norm_eps},
+      {"rope_theta", c.rope_theta}, {"tie_word_embeddings", true}, {"bos_token_id", 1}, {"eos_token_id", 2}};
+  std::ofstream(hf.path() / "config.json") << config.dump(1);
+
+  std::vector<std::vector<float>> permuted;  // keeps the permuted Q/K alive until written
+  std::vector<SafetensorsTensor> tensors;
+  auto add = [&](std::string name, const WeightTensor& w, const float* data = nullptr) {
+    const float* p = data ? data : w.data;
+    tensors.push_back({std::move(name), DType::kF32, w.shape,
+                       std::span<const std::byte>(reinterpret_cast<const std::byte*>(p), w.bytes())});
+  };
+  permuted.reserve(2 * c.n_layers);
+  add("model.embed_tokens.weight", gguf->weights.embed);
+  add("model.norm.weight", gguf->weights.final_norm);
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const LlamaLayerWeights& w = gguf->weights.layers[l];
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    permuted.push_back(adjacent_to_half(w.wq, c.n_heads, c.head_dim));
+    add(p + "self_attn.q_proj.weight", w.wq, permuted.back().data());
+    permuted.push_back(adjacent_to_half(w.wk, c.n_kv_heads, c.head_dim));
+    add(p + "self_attn.k_proj.weight", w.wk, permuted.back().data());
+    add(p + "self_attn.v_proj.weight", w.wv);
+    add(p + "self_attn.o_proj.weight", w.wo);
+    add(p + "mlp.gate_proj.weight", w.w_gate);
+    add(p + "mlp.up_proj.weight", w.w_up);
+    add(p + "mlp.down_proj.weight", w.w_down);
+    add(p + "input_layernorm.weight", w.attn_norm);
+    add(p + "post_attention_layernorm.weight", w.ffn_norm);
+  }
+  ASSERT_TRUE(write_safetensors(hf.path() / "model.safetensors", tensors).ok());
+
+  Result<LoadedModel> converted = load_model(hf.path());
+  ASSERT_TRUE(converted.ok()) << converted.status().to_string();
+  EXPECT_EQ(converted->config.rope_layout, RopeLayout::kHalf);
+  const LlamaModel a(gguf->config, std::move(gguf->weights));
+  const LlamaModel b(converted->config, std::move(converted->weights));
+  const std::vector<int32_t> ids = {1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426};
+  const std::vector<float> la = logits_of(a, ids), lb = logits_of(b, ids);
+  ASSERT_EQ(la.size(), lb.size());
+  float worst = 0;
+  for (size_t i = 0; i < la.size(); ++i) worst = std::max(worst, std::abs(la[i] - lb[i]));
+  EXPECT_LT(worst, 1e-5f);
+}
+
+}  // namespace
+}  // namespace star
