@@ -17,12 +17,8 @@ int64_t BlockPlan::longest_pass_tokens() const {
           longest = std::max(longest, prefix + tokens);
           prefix += tokens;
           break;
-        case EncodeStep::Kind::kEncodeBlock:
-          longest = std::max(longest, prefix + tokens);
-          break;
-        case EncodeStep::Kind::kRingSegment:
-          longest = std::max(longest, tokens);
-          break;
+        case EncodeStep::Kind::kEncodeBlock: longest = std::max(longest, prefix + tokens); break;
+        case EncodeStep::Kind::kRingSegment: longest = std::max(longest, tokens); break;
       }
     }
   }

@@ -38,7 +38,8 @@ TEST_P(EveryAlgorithm, NegativeBlockSize) {
 }
 
 TEST_P(EveryAlgorithm, NoRanks) {
-  expect_invalid(build_block_plan(kSevenTokens, 0, config_for(GetParam())), {"n_ranks", "0", ">= 1"});
+  expect_invalid(build_block_plan(kSevenTokens, 0, config_for(GetParam())),
+                 {"n_ranks", "0", ">= 1"});
   expect_invalid(build_block_plan(kSevenTokens, -2, config_for(GetParam())), {"n_ranks", "-2"});
 }
 
@@ -62,7 +63,8 @@ TEST_P(BlockWiseAlgorithm, MoreRanksThanBlocks) {
                  {"block_size 0", "= 2", "n_ranks 4"});
   // Fewer tokens than ranks: no block size helps.
   const std::vector<int32_t> three = {1, 2, 3};
-  expect_invalid(build_block_plan(three, 4, config_for(GetParam(), 1)), {"n_ranks 4", "3 context tokens"});
+  expect_invalid(build_block_plan(three, 4, config_for(GetParam(), 1)),
+                 {"n_ranks 4", "3 context tokens"});
 }
 
 TEST_P(BlockWiseAlgorithm, EmptyContext) {

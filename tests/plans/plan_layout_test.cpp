@@ -42,7 +42,7 @@ ExpectedStep global_step(Kind kind, int64_t begin, int64_t end, int block_index)
   return step;
 }
 
-// The grid case with its expected layout, derived from the plan table independently of the builders.
+// A grid case and its expected layout, derived from the plan table, not from the builders.
 struct Case {
   std::string algorithm;
   int64_t length = 0;
@@ -92,8 +92,8 @@ struct Case {
         }
         out.push_back(anchor_step);
       }
-      out.push_back(global_step(Kind::kEncodeBlock, block_begin(i), block_end(i),
-                                static_cast<int>(i)));
+      out.push_back(
+          global_step(Kind::kEncodeBlock, block_begin(i), block_end(i), static_cast<int>(i)));
     }
     return out;
   }
@@ -104,12 +104,12 @@ struct Case {
     for (int r = 0; r < ranks; ++r) {
       for (int64_t i = first_block(r); i < first_block(r + 1); ++i) {
         const int64_t own = block_end(i) - block_begin(i);
-        if (algorithm == "star" && i > 0) longest = std::max(longest, anchor() + own);
-        else longest = std::max(longest, own);
+        const int64_t prefix = algorithm == "star" && i > 0 ? anchor() : 0;
+        longest = std::max(longest, prefix + own);
       }
       if (algorithm == "ring") {
-        longest = std::max(longest, block_end(first_block(r + 1) - 1) -
-                                        block_begin(first_block(r)));
+        longest =
+            std::max(longest, block_end(first_block(r + 1) - 1) - block_begin(first_block(r)));
       }
     }
     return longest;
@@ -121,8 +121,8 @@ std::vector<Case> grid() {
   for (const char* algorithm : {"dense", "star", "no-anchor", "ring"}) {
     for (int64_t length : {1, 7, 100, 1000}) {
       for (int ranks = 1; ranks <= 4; ++ranks) {
-        for (int64_t block_size : {int64_t{0}, int64_t{1}, int64_t{3}, int64_t{64}, length - 1,
-                                   length, length + 5}) {
+        for (int64_t block_size :
+             {int64_t{0}, int64_t{1}, int64_t{3}, int64_t{64}, length - 1, length, length + 5}) {
           if (block_size < 0) continue;
           std::vector<int64_t> anchors = {-1};
           if (std::string(algorithm) == "star") anchors = {-1, 1, 5, 10000};
@@ -159,7 +159,9 @@ void expect_layout(const Case& c, const std::vector<int32_t>& ids, const BlockPl
     const TokenRange& shard = plan.ranks[static_cast<size_t>(r)].shard;
     EXPECT_EQ(shard.begin, expected_begin) << "rank " << r;
     EXPECT_LE(shard.begin, shard.end) << "rank " << r;
-    for (int64_t t = shard.begin; t < shard.end && t < c.length; ++t) ++owners[static_cast<size_t>(t)];
+    for (int64_t t = shard.begin; t < shard.end && t < c.length; ++t) {
+      ++owners[static_cast<size_t>(t)];
+    }
     expected_begin = shard.end;
   }
   EXPECT_EQ(expected_begin, c.length);
@@ -182,7 +184,9 @@ void expect_layout(const Case& c, const std::vector<int32_t>& ids, const BlockPl
       EXPECT_EQ(step.kind, expected[s].kind) << "step " << s;
       EXPECT_EQ(step.positions, expected[s].position) << "step " << s;
       std::vector<int32_t> expected_ids;
-      for (int64_t t : expected[s].context_index) expected_ids.push_back(ids[static_cast<size_t>(t)]);
+      for (int64_t t : expected[s].context_index) {
+        expected_ids.push_back(ids[static_cast<size_t>(t)]);
+      }
       EXPECT_EQ(step.token_ids, expected_ids) << "step " << s;
       if (step.kind != Kind::kExtendPrefix) {
         EXPECT_EQ(step.block_index, expected[s].block_index) << "step " << s;

@@ -42,8 +42,9 @@ Status check_rank_count(std::string_view algorithm, int n_ranks) {
 
 Status check_block_size(std::string_view algorithm, int64_t block_size) {
   if (block_size < 0) {
-    return invalid_argument(prefix(algorithm) + "block_size must be >= 0 (0: ceil(context_tokens / " +
-                            "n_ranks)), got " + std::to_string(block_size));
+    return invalid_argument(prefix(algorithm) +
+                            "block_size must be >= 0 (0: ceil(context_tokens / n_ranks)), got " +
+                            std::to_string(block_size));
   }
   return ok_status();
 }
@@ -99,7 +100,9 @@ EncodeStep context_step(EncodeStep::Kind kind, std::span<const int32_t> context_
   step.block_index = block_index;
   step.token_ids.assign(context_ids.begin() + range.begin, context_ids.begin() + range.end);
   step.positions.reserve(static_cast<size_t>(range.size()));
-  for (int64_t p = range.begin; p < range.end; ++p) step.positions.push_back(static_cast<int32_t>(p));
+  for (int64_t p = range.begin; p < range.end; ++p) {
+    step.positions.push_back(static_cast<int32_t>(p));
+  }
   return step;
 }
 

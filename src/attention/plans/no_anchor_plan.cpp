@@ -7,8 +7,8 @@ namespace star {
 Result<BlockPlan> build_no_anchor_plan(std::span<const int32_t> context_ids, int n_ranks,
                                        const AttentionConfig& config) {
   const auto context_tokens = static_cast<int64_t>(context_ids.size());
-  Result<Blocking> blocking = cut_into_blocks("no-anchor", context_tokens, n_ranks,
-                                              config.block_size);
+  Result<Blocking> blocking =
+      cut_into_blocks("no-anchor", context_tokens, n_ranks, config.block_size);
   if (!blocking.ok()) return blocking.status();
   BlockPlan plan = plan_with_shards("no-anchor", *blocking, context_tokens);
   for (int r = 0; r < n_ranks; ++r) {

@@ -43,8 +43,8 @@ Result<BlockPlan> build_block_plan(std::span<const int32_t> context_ids, int n_r
   for (const PlanBuilderEntry& entry : kPlanBuilders) {
     if (entry.algorithm == config.algorithm) return entry.build(context_ids, n_ranks, config);
   }
-  return invalid_argument("algorithm '" + config.algorithm + "' is unknown; allowed: " +
-                          known_algorithms());
+  return invalid_argument("algorithm '" + config.algorithm +
+                          "' is unknown; allowed: " + known_algorithms());
 }
 
 std::vector<std::string_view> plan_algorithm_names() {

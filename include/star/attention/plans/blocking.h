@@ -16,8 +16,8 @@ namespace star {
 struct Blocking {
   int64_t block_size = 0;          // after resolving 0 to ceil(L / H)
   std::vector<TokenRange> blocks;  // n = ceil(L / block_size); the last may be shorter
-  // Rank r holds blocks [first_block[r], first_block[r + 1]): floor(r * n / H) .. floor((r+1) n / H).
-  std::vector<int> first_block;    // [H + 1]
+  // [H + 1]: rank r holds blocks [first_block[r], first_block[r + 1]), first_block[r] = r * n / H.
+  std::vector<int> first_block;
 };
 
 // INVALID_ARGUMENT when n_ranks < 1, block_size < 0, the context is empty, or there are fewer
