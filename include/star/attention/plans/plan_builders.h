@@ -1,0 +1,27 @@
+// One builder per Phase 1 algorithm, each in src/attention/plans/<name>_plan.cpp. build_block_plan
+// dispatches to them through the table in plan_builder.cpp; a new algorithm adds its function here
+// and one entry there.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "star/attention/attention_config.h"
+#include "star/attention/block_plan.h"
+#include "star/common/status.h"
+
+namespace star {
+
+using PlanBuilder = Result<BlockPlan> (*)(std::span<const int32_t> context_ids, int n_ranks,
+                                          const AttentionConfig& config);
+
+Result<BlockPlan> build_dense_plan(std::span<const int32_t> context_ids, int n_ranks,
+                                   const AttentionConfig& config);
+Result<BlockPlan> build_star_plan(std::span<const int32_t> context_ids, int n_ranks,
+                                  const AttentionConfig& config);
+Result<BlockPlan> build_no_anchor_plan(std::span<const int32_t> context_ids, int n_ranks,
+                                       const AttentionConfig& config);
+Result<BlockPlan> build_ring_plan(std::span<const int32_t> context_ids, int n_ranks,
+                                  const AttentionConfig& config);
+
+}  // namespace star

@@ -1,0 +1,109 @@
+#include "star/attention/plans/blocking.h"
+
+#include <algorithm>
+
+namespace star {
+namespace {
+
+std::string prefix(std::string_view algorithm) { return std::string(algorithm) + ": "; }
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+Status too_few_blocks(std::string_view algorithm, int64_t context_tokens, int n_ranks,
+                      int64_t requested_block_size, int64_t block_size, int64_t n_blocks) {
+  const std::string h = std::to_string(n_ranks);
+  if (context_tokens < n_ranks) {
+    return invalid_argument(prefix(algorithm) + "n_ranks " + h + " is more than the " +
+                            std::to_string(context_tokens) +
+                            " context tokens; every rank needs at least one block");
+  }
+  std::string size_text = "block_size " + std::to_string(requested_block_size);
+  if (requested_block_size == 0) {
+    size_text += " (ceil(context_tokens / n_ranks) = " + std::to_string(block_size) + ")";
+  }
+  // ceil(L / b) >= H  <=>  b <= (L - 1) / (H - 1), for H > 1.
+  const int64_t largest = (context_tokens - 1) / (n_ranks - 1);
+  return invalid_argument(prefix(algorithm) + size_text + " cuts " +
+                          std::to_string(context_tokens) + " context tokens into " +
+                          std::to_string(n_blocks) + " blocks, fewer than n_ranks " + h +
+                          "; every rank needs at least one block: use block_size in [1, " +
+                          std::to_string(largest) + "] or n_ranks <= " + std::to_string(n_blocks));
+}
+
+}  // namespace
+
+Status check_rank_count(std::string_view algorithm, int n_ranks) {
+  if (n_ranks < 1) {
+    return invalid_argument(prefix(algorithm) + "n_ranks must be >= 1, got " +
+                            std::to_string(n_ranks));
+  }
+  return ok_status();
+}
+
+Status check_block_size(std::string_view algorithm, int64_t block_size) {
+  if (block_size < 0) {
+    return invalid_argument(prefix(algorithm) +
+                            "block_size must be >= 0 (0: ceil(context_tokens / n_ranks)), got " +
+                            std::to_string(block_size));
+  }
+  return ok_status();
+}
+
+Result<Blocking> cut_into_blocks(std::string_view algorithm, int64_t context_tokens, int n_ranks,
+                                 int64_t block_size) {
+  if (Status s = check_rank_count(algorithm, n_ranks); !s.ok()) return s;
+  if (Status s = check_block_size(algorithm, block_size); !s.ok()) return s;
+  if (context_tokens == 0) {
+    return invalid_argument(prefix(algorithm) + "the context is empty (0 tokens); " +
+                            std::string(algorithm) +
+                            " needs at least one context token per rank (only dense accepts an "
+                            "empty context)");
+  }
+  Blocking blocking;
+  blocking.block_size = block_size == 0 ? ceil_div(context_tokens, n_ranks) : block_size;
+  const int64_t n_blocks = ceil_div(context_tokens, blocking.block_size);
+  if (n_blocks < n_ranks) {
+    return too_few_blocks(algorithm, context_tokens, n_ranks, block_size, blocking.block_size,
+                          n_blocks);
+  }
+  for (int64_t begin = 0; begin < context_tokens; begin += blocking.block_size) {
+    blocking.blocks.push_back({begin, std::min(begin + blocking.block_size, context_tokens)});
+  }
+  for (int64_t r = 0; r <= n_ranks; ++r) {
+    blocking.first_block.push_back(static_cast<int>(r * n_blocks / n_ranks));
+  }
+  return blocking;
+}
+
+BlockPlan plan_with_shards(std::string algorithm, const Blocking& blocking,
+                           int64_t context_tokens) {
+  BlockPlan plan;
+  plan.algorithm = std::move(algorithm);
+  plan.blocks = blocking.blocks;
+  plan.context_tokens = context_tokens;
+  plan.query_position_start = context_tokens;
+  const int n_ranks = static_cast<int>(blocking.first_block.size()) - 1;
+  plan.ranks.resize(static_cast<size_t>(n_ranks));
+  for (int r = 0; r < n_ranks; ++r) {
+    const TokenRange& first = blocking.blocks[static_cast<size_t>(blocking.first_block[r])];
+    const TokenRange& last = blocking.blocks[static_cast<size_t>(blocking.first_block[r + 1] - 1)];
+    plan.ranks[static_cast<size_t>(r)].shard = {first.begin, last.end};
+  }
+  plan.query_host = n_ranks - 1;
+  return plan;
+}
+
+EncodeStep context_step(EncodeStep::Kind kind, std::span<const int32_t> context_ids,
+                        TokenRange range, int block_index) {
+  EncodeStep step;
+  step.kind = kind;
+  step.block_index = block_index;
+  step.token_ids.assign(context_ids.begin() + range.begin, context_ids.begin() + range.end);
+  step.positions.reserve(static_cast<size_t>(range.size()));
+  for (int64_t p = range.begin; p < range.end; ++p) {
+    step.positions.push_back(static_cast<int32_t>(p));
+  }
+  return step;
+}
+
+}  // namespace star

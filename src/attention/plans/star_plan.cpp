@@ -1,0 +1,56 @@
+#include <algorithm>
+#include <string>
+
+#include "star/attention/plans/blocking.h"
+#include "star/attention/plans/plan_builders.h"
+
+namespace star {
+namespace {
+
+Status check_anchor_size(int64_t anchor_size) {
+  if (anchor_size < -1 || anchor_size == 0) {
+    return invalid_argument("star: anchor_size must be -1 (the block size) or >= 1, got " +
+                            std::to_string(anchor_size));
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+// Star Attention Phase 1. Block 0 is encoded alone (positions 0..). Every later block i attends to
+// [anchor ‖ Bi]: the anchor is the first a tokens of B0 at positions 0..a-1, Bi keeps its global
+// positions, and only Bi's KV is kept. The anchor's KV depends on the anchor alone (causal), so a
+// rank computes it once, as a kExtendPrefix step, and reuses it for each of its later blocks.
+// a = anchor_size, or the block size when anchor_size is -1, and never more than |B0|.
+Result<BlockPlan> build_star_plan(std::span<const int32_t> context_ids, int n_ranks,
+                                  const AttentionConfig& config) {
+  if (Status s = check_anchor_size(config.anchor_size); !s.ok()) return s;
+  const auto context_tokens = static_cast<int64_t>(context_ids.size());
+  Result<Blocking> blocking = cut_into_blocks("star", context_tokens, n_ranks, config.block_size);
+  if (!blocking.ok()) return blocking.status();
+  BlockPlan plan = plan_with_shards("star", *blocking, context_tokens);
+
+  const TokenRange& block0 = plan.blocks.front();
+  const int64_t anchor_size = config.anchor_size == -1 ? blocking->block_size : config.anchor_size;
+  const TokenRange anchor{0, std::min(anchor_size, block0.size())};
+  for (int r = 0; r < n_ranks; ++r) {
+    RankPlan& rank = plan.ranks[static_cast<size_t>(r)];
+    int first = blocking->first_block[r];
+    const int end = blocking->first_block[r + 1];
+    if (first == 0) {
+      rank.steps.push_back(context_step(EncodeStep::Kind::kEncodeBlock, context_ids, block0, 0));
+      ++first;
+    }
+    if (first < end) {
+      rank.steps.push_back(
+          context_step(EncodeStep::Kind::kExtendPrefix, context_ids, anchor, /*block_index=*/-1));
+    }
+    for (int i = first; i < end; ++i) {
+      rank.steps.push_back(context_step(EncodeStep::Kind::kEncodeBlock, context_ids,
+                                        plan.blocks[static_cast<size_t>(i)], i));
+    }
+  }
+  return plan;
+}
+
+}  // namespace star

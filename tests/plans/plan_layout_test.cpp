@@ -1,0 +1,287 @@
+// Every plan builder against a restatement of ALGORITHMS.md's plan table, over a grid of context
+// lengths, rank counts, block sizes and anchor sizes: shards tile the context in rank order, each
+// step's tokens and positions equal the ones computed here from the context, and the KV kept by a
+// rank is exactly its shard.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "star/attention/plan_builder.h"
+
+namespace star {
+namespace {
+
+using Kind = EncodeStep::Kind;
+
+std::vector<int32_t> random_context(int64_t length) {
+  std::mt19937 rng(static_cast<uint32_t>(length) * 2654435761u);
+  std::uniform_int_distribution<int32_t> id(0, 128255);
+  std::vector<int32_t> ids(static_cast<size_t>(length));
+  for (int32_t& t : ids) t = id(rng);
+  return ids;
+}
+
+// What one step must contain: the kind and, token by token, (context index, position).
+struct ExpectedStep {
+  Kind kind;
+  std::vector<int64_t> context_index;
+  std::vector<int32_t> position;
+  int block_index;
+};
+
+ExpectedStep global_step(Kind kind, int64_t begin, int64_t end, int block_index) {
+  ExpectedStep step{kind, {}, {}, block_index};
+  for (int64_t t = begin; t < end; ++t) {
+    step.context_index.push_back(t);
+    step.position.push_back(static_cast<int32_t>(t));
+  }
+  return step;
+}
+
+// A grid case and its expected layout, derived from the plan table, not from the builders.
+struct Case {
+  std::string algorithm;
+  int64_t length = 0;
+  int ranks = 1;
+  int64_t block_size = 0;
+  int64_t anchor_size = -1;
+
+  int64_t block() const { return block_size == 0 ? (length + ranks - 1) / ranks : block_size; }
+  int64_t n_blocks() const { return (length + block() - 1) / block(); }
+  bool valid() const { return algorithm == "dense" || n_blocks() >= ranks; }
+  // Blocks of rank r: [r * n / H, (r + 1) * n / H).
+  int64_t first_block(int r) const { return r * n_blocks() / ranks; }
+  int64_t block_begin(int64_t i) const { return i * block(); }
+  int64_t block_end(int64_t i) const { return std::min((i + 1) * block(), length); }
+  int64_t anchor() const {
+    return std::min(anchor_size == -1 ? block() : anchor_size, block_end(0));
+  }
+
+  std::string name() const {
+    return algorithm + " L=" + std::to_string(length) + " H=" + std::to_string(ranks) +
+           " b=" + std::to_string(block_size) + " a=" + std::to_string(anchor_size);
+  }
+
+  std::vector<ExpectedStep> steps(int r) const {
+    std::vector<ExpectedStep> out;
+    if (algorithm == "dense") {
+      if (r == 0) out.push_back(global_step(Kind::kEncodeBlock, 0, length, 0));
+      return out;
+    }
+    const int64_t first = first_block(r);
+    const int64_t end = first_block(r + 1);
+    if (algorithm == "ring") {
+      out.push_back(global_step(Kind::kRingSegment, block_begin(first), block_end(end - 1),
+                                static_cast<int>(first)));
+      return out;
+    }
+    for (int64_t i = first; i < end; ++i) {
+      const bool needs_anchor = algorithm == "star" && i > 0;
+      const bool anchor_done = std::any_of(out.begin(), out.end(), [](const ExpectedStep& s) {
+        return s.kind == Kind::kExtendPrefix;
+      });
+      if (needs_anchor && !anchor_done) {
+        ExpectedStep anchor_step{Kind::kExtendPrefix, {}, {}, -1};
+        for (int64_t t = 0; t < anchor(); ++t) {
+          anchor_step.context_index.push_back(t);
+          anchor_step.position.push_back(static_cast<int32_t>(t));
+        }
+        out.push_back(anchor_step);
+      }
+      out.push_back(
+          global_step(Kind::kEncodeBlock, block_begin(i), block_end(i), static_cast<int>(i)));
+    }
+    return out;
+  }
+
+  int64_t longest_pass() const {
+    if (algorithm == "dense") return length;
+    int64_t longest = 0;
+    for (int r = 0; r < ranks; ++r) {
+      for (int64_t i = first_block(r); i < first_block(r + 1); ++i) {
+        const int64_t own = block_end(i) - block_begin(i);
+        const int64_t prefix = algorithm == "star" && i > 0 ? anchor() : 0;
+        longest = std::max(longest, prefix + own);
+      }
+      if (algorithm == "ring") {
+        longest =
+            std::max(longest, block_end(first_block(r + 1) - 1) - block_begin(first_block(r)));
+      }
+    }
+    return longest;
+  }
+};
+
+std::vector<Case> grid() {
+  std::vector<Case> cases;
+  for (const char* algorithm : {"dense", "star", "no-anchor", "ring"}) {
+    for (int64_t length : {1, 7, 100, 1000}) {
+      for (int ranks = 1; ranks <= 4; ++ranks) {
+        for (int64_t block_size :
+             {int64_t{0}, int64_t{1}, int64_t{3}, int64_t{64}, length - 1, length, length + 5}) {
+          if (block_size < 0) continue;
+          std::vector<int64_t> anchors = {-1};
+          if (std::string(algorithm) == "star") anchors = {-1, 1, 5, 10000};
+          for (int64_t anchor : anchors) {
+            cases.push_back({algorithm, length, ranks, block_size, anchor});
+          }
+        }
+      }
+    }
+  }
+  return cases;
+}
+
+void expect_layout(const Case& c, const std::vector<int32_t>& ids, const BlockPlan& plan) {
+  SCOPED_TRACE(c.name());
+  EXPECT_EQ(plan.algorithm, c.algorithm);
+  EXPECT_EQ(plan.context_tokens, c.length);
+  EXPECT_EQ(plan.query_position_start, c.length);
+  ASSERT_EQ(plan.ranks.size(), static_cast<size_t>(c.ranks));
+
+  // Blocks: contiguous, never padded.
+  const int64_t n_blocks = c.algorithm == "dense" ? 1 : c.n_blocks();
+  ASSERT_EQ(plan.blocks.size(), static_cast<size_t>(n_blocks));
+  for (int64_t i = 0; i < n_blocks; ++i) {
+    const TokenRange& block = plan.blocks[static_cast<size_t>(i)];
+    EXPECT_EQ(block.begin, c.algorithm == "dense" ? 0 : c.block_begin(i)) << "block " << i;
+    EXPECT_EQ(block.end, c.algorithm == "dense" ? c.length : c.block_end(i)) << "block " << i;
+  }
+
+  // Shards tile [0, L) in rank order; every token is in exactly one.
+  std::vector<int> owners(static_cast<size_t>(c.length), 0);
+  int64_t expected_begin = 0;
+  for (int r = 0; r < c.ranks; ++r) {
+    const TokenRange& shard = plan.ranks[static_cast<size_t>(r)].shard;
+    EXPECT_EQ(shard.begin, expected_begin) << "rank " << r;
+    EXPECT_LE(shard.begin, shard.end) << "rank " << r;
+    for (int64_t t = shard.begin; t < shard.end && t < c.length; ++t) {
+      ++owners[static_cast<size_t>(t)];
+    }
+    expected_begin = shard.end;
+  }
+  EXPECT_EQ(expected_begin, c.length);
+  EXPECT_TRUE(std::all_of(owners.begin(), owners.end(), [](int n) { return n == 1; }));
+
+  // The query host holds the last block.
+  const TokenRange& host_shard = plan.ranks[static_cast<size_t>(plan.query_host)].shard;
+  EXPECT_EQ(host_shard.end, c.length);
+  EXPECT_LE(host_shard.begin, plan.blocks.back().begin);
+
+  for (int r = 0; r < c.ranks; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    const RankPlan& rank = plan.ranks[static_cast<size_t>(r)];
+    const std::vector<ExpectedStep> expected = c.steps(r);
+    ASSERT_EQ(rank.steps.size(), expected.size());
+    int prefix_steps = 0;
+    std::vector<int32_t> kept_positions;
+    for (size_t s = 0; s < expected.size(); ++s) {
+      const EncodeStep& step = rank.steps[s];
+      EXPECT_EQ(step.kind, expected[s].kind) << "step " << s;
+      EXPECT_EQ(step.positions, expected[s].position) << "step " << s;
+      std::vector<int32_t> expected_ids;
+      for (int64_t t : expected[s].context_index) {
+        expected_ids.push_back(ids[static_cast<size_t>(t)]);
+      }
+      EXPECT_EQ(step.token_ids, expected_ids) << "step " << s;
+      if (step.kind != Kind::kExtendPrefix) {
+        EXPECT_EQ(step.block_index, expected[s].block_index) << "step " << s;
+      }
+      if (step.kind == Kind::kExtendPrefix) {
+        ++prefix_steps;
+      } else {
+        kept_positions.insert(kept_positions.end(), step.positions.begin(), step.positions.end());
+      }
+    }
+    EXPECT_LE(prefix_steps, 1);
+    // The KV a rank keeps (non-prefix steps) is exactly its shard, in order.
+    std::vector<int32_t> shard_positions;
+    for (int64_t t = rank.shard.begin; t < rank.shard.end; ++t) {
+      shard_positions.push_back(static_cast<int32_t>(t));
+    }
+    EXPECT_EQ(kept_positions, shard_positions);
+  }
+  EXPECT_EQ(plan.longest_pass_tokens(), c.longest_pass());
+}
+
+TEST(PlanLayout, EveryAlgorithmMatchesThePlanTableOverTheGrid) {
+  int valid_cases = 0;
+  for (const Case& c : grid()) {
+    const std::vector<int32_t> ids = random_context(c.length);
+    AttentionConfig config;
+    config.algorithm = c.algorithm;
+    config.block_size = c.block_size;
+    config.anchor_size = c.anchor_size;
+    Result<BlockPlan> plan = build_block_plan(ids, c.ranks, config);
+    if (!c.valid()) {
+      EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument) << c.name();
+      continue;
+    }
+    ASSERT_TRUE(plan.ok()) << c.name() << ": " << plan.status().to_string();
+    expect_layout(c, ids, *plan);
+    ++valid_cases;
+  }
+  // The grid must exercise the multi-rank layouts, not only reject them.
+  EXPECT_GT(valid_cases, 300);
+}
+
+TEST(PlanLayout, StarWithOneBlockEqualsDense) {
+  const std::vector<int32_t> ids = random_context(100);
+  AttentionConfig star_config;
+  star_config.algorithm = "star";
+  star_config.block_size = 100;
+  AttentionConfig dense_config;
+  dense_config.algorithm = "dense";
+  Result<BlockPlan> star = build_block_plan(ids, 1, star_config);
+  Result<BlockPlan> dense = build_block_plan(ids, 1, dense_config);
+  ASSERT_TRUE(star.ok() && dense.ok());
+  ASSERT_EQ(star->ranks[0].steps.size(), 1u);
+  ASSERT_EQ(dense->ranks[0].steps.size(), 1u);
+  EXPECT_EQ(star->ranks[0].steps[0].kind, dense->ranks[0].steps[0].kind);
+  EXPECT_EQ(star->ranks[0].steps[0].token_ids, dense->ranks[0].steps[0].token_ids);
+  EXPECT_EQ(star->ranks[0].steps[0].positions, dense->ranks[0].steps[0].positions);
+}
+
+TEST(PlanLayout, StarRankWithBlockZeroEncodesItBeforeTheAnchor) {
+  // L = 10, b = 3, one rank: B0 = [0, 3), then anchor [0, 2) once, then B1..B3.
+  const std::vector<int32_t> ids = {10, 11, 12, 13, 14, 15, 16, 17, 18, 19};
+  AttentionConfig config;
+  config.algorithm = "star";
+  config.block_size = 3;
+  config.anchor_size = 2;
+  Result<BlockPlan> plan = build_block_plan(ids, 1, config);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  const std::vector<EncodeStep>& steps = plan->ranks[0].steps;
+  ASSERT_EQ(steps.size(), 5u);
+  EXPECT_EQ(steps[0].kind, Kind::kEncodeBlock);
+  EXPECT_EQ(steps[0].token_ids, (std::vector<int32_t>{10, 11, 12}));
+  EXPECT_EQ(steps[1].kind, Kind::kExtendPrefix);
+  EXPECT_EQ(steps[1].token_ids, (std::vector<int32_t>{10, 11}));
+  EXPECT_EQ(steps[1].positions, (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(steps[4].token_ids, (std::vector<int32_t>{19}));
+  EXPECT_EQ(steps[4].positions, (std::vector<int32_t>{9}));
+  // Longest pass: anchor (2) + a full block (3).
+  EXPECT_EQ(plan->longest_pass_tokens(), 5);
+}
+
+TEST(PlanLayout, DenseAcceptsAnEmptyContextAndManyRanks) {
+  AttentionConfig config;
+  config.algorithm = "dense";
+  Result<BlockPlan> plan = build_block_plan({}, 3, config);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  EXPECT_TRUE(plan->blocks.empty());
+  EXPECT_EQ(plan->query_host, 0);
+  EXPECT_EQ(plan->query_position_start, 0);
+  for (const RankPlan& rank : plan->ranks) {
+    EXPECT_TRUE(rank.steps.empty());
+    EXPECT_EQ(rank.shard.size(), 0);
+  }
+  EXPECT_EQ(plan->longest_pass_tokens(), 0);
+}
+
+}  // namespace
+}  // namespace star
