@@ -9,6 +9,7 @@
 #include "star/attention/layer_attentions.h"
 #include "star/backend/cpu/attention.h"
 #include "star/dist/mpi_communicator.h"
+#include "support/mpi_world.h"
 #include "star/engine/inference.h"
 #include "support/mpi_model.h"
 
@@ -57,7 +58,8 @@ class EngineExactness : public ::testing::Test {
     return worst;
   }
 
-  MpiCommunicator comm_;
+  std::unique_ptr<MpiCommunicator> world_ = testing::world();
+  Communicator& comm_ = *world_;
   static testing::SharedModelDir* dir_;
   static RuntimeModel* model_;
 };

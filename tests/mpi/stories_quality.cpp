@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "star/dist/mpi_communicator.h"
+#include "support/mpi_world.h"
 #include "star/engine/inference.h"
 #include "support/test_paths.h"
 
@@ -50,7 +51,8 @@ TEST(StoriesQuality, StarStaysCloserToDenseThanNoAnchor) {
   std::ifstream in(testing::source_dir() / "tests/fixtures/stories/story.txt");
   std::stringstream story;
   story << in.rdbuf();
-  MpiCommunicator comm;
+  std::unique_ptr<MpiCommunicator> world = testing::world();
+  Communicator& comm = *world;
 
   InferenceRequest base;
   base.context_ids = model->tokenizer->encode(story.str(), EncodeOptions{.add_bos = true});

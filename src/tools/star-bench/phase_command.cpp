@@ -8,13 +8,23 @@
 
 #include "star/attention/attention_config_io.h"
 #include "star/dist/mpi_communicator.h"
+#include "star/dist/mpi_runtime.h"
 #include "star/engine/inference.h"
 
 namespace star::bench {
 
 int run_phase_command(int argc, char** argv) {
-  MpiRuntime mpi(&argc, &argv);
-  MpiCommunicator comm;
+  Result<MpiRuntime> mpi = MpiRuntime::start(&argc, &argv);
+  if (!mpi.ok()) {
+    std::fprintf(stderr, "star-bench: %s\n", mpi.status().to_string().c_str());
+    return 1;
+  }
+  auto world = MpiCommunicator::duplicate_world();
+  if (!world.ok()) {
+    std::fprintf(stderr, "star-bench: %s\n", world.status().to_string().c_str());
+    return 1;
+  }
+  Communicator& comm = **world;
   CLI::App app{"star-bench phase: Phase 1 critical path and Phase 2 decode speed (run under mpirun)"};
   std::string model_path, config_file;
   int64_t context = 2048, query = 16, decode = 16;

@@ -15,6 +15,7 @@
 #include "star/common/logging.h"
 #include "star/dist/broadcast_string.h"
 #include "star/dist/mpi_communicator.h"
+#include "star/dist/mpi_runtime.h"
 #include "star/engine/inference.h"
 #include "star/engine/runtime_model.h"
 
@@ -181,8 +182,17 @@ int run(const Options& o, Communicator& comm) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  star::MpiRuntime mpi(&argc, &argv);
-  star::MpiCommunicator comm;
+  star::Result<star::MpiRuntime> mpi = star::MpiRuntime::start(&argc, &argv);
+  if (!mpi.ok()) {
+    std::fprintf(stderr, "star-run: %s\n", mpi.status().to_string().c_str());
+    return 1;
+  }
+  auto world = star::MpiCommunicator::duplicate_world();
+  if (!world.ok()) {
+    std::fprintf(stderr, "star-run: %s\n", world.status().to_string().c_str());
+    return 1;
+  }
+  star::Communicator& comm = **world;
   CLI::App app{"star-run: offline generation with Star Attention across MPI ranks"};
   Options o;
   app.add_option("--model", o.model, "HF model directory or .gguf file")->required();
