@@ -8,6 +8,7 @@
 
 #include "star/attention/layer_attentions.h"
 #include "star/engine/stop_strings.h"
+#include "star/tokenizer/streaming_decoder.h"
 
 namespace star {
 
@@ -30,7 +31,7 @@ class AnswerTracker {
  public:
   AnswerTracker(const Tokenizer& tokenizer, const LlamaConfig& config, const GenerationOptions& options,
                 const TokenSink& sink)
-      : decoder_(tokenizer), stops_(options.stop_strings), stop_ids_(options.stop_token_ids), options_(options),
+      : decoder_(tokenizer, /*skip_special=*/true, /*continues_text=*/true), stops_(options.stop_strings), stop_ids_(options.stop_token_ids), options_(options),
         sink_(sink) {
     if (!options.ignore_eos) stop_ids_.insert(stop_ids_.end(), config.eos_token_ids.begin(), config.eos_token_ids.end());
   }

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "star/model/model_loader.h"
+#include "star/tokenizer/sentencepiece_tokenizer.h"
+#include "star/tokenizer/tokenizer_json.h"
 
 namespace star {
 

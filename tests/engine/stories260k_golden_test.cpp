@@ -11,6 +11,7 @@
 #include "star/dist/self_communicator.h"
 #include "star/engine/inference.h"
 #include "star/engine/runtime_model.h"
+#include "star/tokenizer/streaming_decoder.h"
 #include "support/test_paths.h"
 
 namespace star {
@@ -78,7 +79,10 @@ TEST(Stories260kGolden, EngineReproducesGreedyContinuations) {
     ASSERT_TRUE(out.ok()) << out.status().to_string();
     EXPECT_EQ(out->generation.tokens, expected);
     EXPECT_EQ(out->generation.finish_reason, FinishReason::kLength);
-    EXPECT_EQ(out->generation.text, model->tokenizer->decode(expected));
+    StreamingDecoder decoder(*model->tokenizer, /*skip_special=*/true, /*continues_text=*/true);
+    std::string text;
+    for (int32_t id : expected) text += decoder.push(id);
+    EXPECT_EQ(out->generation.text, text + decoder.flush());
   }
 }
 
