@@ -5,6 +5,8 @@
 #include <string>
 
 #include "star/attention/plans/plan_builders.h"
+#include "star/attention/pulsar_plan.h"
+#include "star/attention/streaming_plan.h"
 
 namespace star {
 namespace {
@@ -20,6 +22,8 @@ constexpr PlanBuilderEntry kPlanBuilders[] = {
     {"star", build_star_plan},
     {"no-anchor", build_no_anchor_plan},
     {"ring", build_ring_plan},
+    {"pulsar", build_pulsar_plan},
+    {"streaming", build_streaming_plan},
 };
 
 std::string known_algorithms() {

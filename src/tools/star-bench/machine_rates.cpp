@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-namespace star::bench {
+namespace star {
 namespace {
 
 template <typename F>
@@ -49,4 +49,4 @@ double measure_copy_gbps(int64_t bytes) {
   return 2.0 * bytes / best_seconds(5, run) / 1e9;
 }
 
-}  // namespace star::bench
+}  // namespace star

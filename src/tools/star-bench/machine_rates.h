@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-namespace star::bench {
+namespace star {
 
 // Best-of-several GFLOP/s of cblas_sgemm for C[m,n] = A[m,k]·B[n,k]ᵀ.
 double measure_sgemm_gflops(int64_t m, int64_t n, int64_t k);
@@ -13,4 +13,4 @@ double measure_sgemm_gflops(int64_t m, int64_t n, int64_t k);
 // over a buffer far larger than the caches.
 double measure_copy_gbps(int64_t bytes = int64_t{512} << 20);
 
-}  // namespace star::bench
+}  // namespace star

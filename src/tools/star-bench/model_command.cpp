@@ -11,7 +11,7 @@
 #include "star/attention/layer_attentions.h"
 #include "star/engine/runtime_model.h"
 
-namespace star::bench {
+namespace star {
 namespace {
 
 double seconds_of(const std::function<void()>& f) {
@@ -32,17 +32,20 @@ double weight_bytes_read_per_token(const LlamaConfig& c) {
 
 }  // namespace
 
-int run_model_command(int argc, char** argv) {
-  CLI::App app{"star-bench model: prefill and decode against the machine's sgemm rate and copy bandwidth"};
-  std::string model_path;
-  int64_t prompt_tokens = 512, decode_tokens = 32;
-  int repeats = 3;
-  app.add_option("--model", model_path, "HF model directory or .gguf file")->required();
-  app.add_option("--prompt-tokens", prompt_tokens, "prefill length")->capture_default_str()->check(CLI::Range(1, 1 << 20));
-  app.add_option("--decode-tokens", decode_tokens, "tokens decoded after the prefill")
+CLI::App* add_model_command(CLI::App& app, ModelCommandOptions& o) {
+  CLI::App* cmd = app.add_subcommand("model", "prefill and decode against the machine's sgemm rate and copy bandwidth");
+  cmd->add_option("--model", o.model_path, "HF model directory or .gguf file")->required();
+  cmd->add_option("--prompt-tokens", o.prompt_tokens, "prefill length")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--decode-tokens", o.decode_tokens, "tokens decoded after the prefill")
       ->capture_default_str()->check(CLI::Range(1, 1 << 16));
-  app.add_option("--repeats", repeats, "best of this many prefills")->capture_default_str()->check(CLI::Range(1, 100));
-  CLI11_PARSE(app, argc, argv);
+  cmd->add_option("--repeats", o.repeats, "best of this many prefills")->capture_default_str()->check(CLI::Range(1, 100));
+  return cmd;
+}
+
+int run_model_command(const ModelCommandOptions& o) {
+  const std::string& model_path = o.model_path;
+  const int64_t prompt_tokens = o.prompt_tokens, decode_tokens = o.decode_tokens;
+  const int repeats = o.repeats;
 
   Result<RuntimeModel> model = open_model(model_path);
   if (!model.ok()) {
@@ -105,4 +108,4 @@ int run_model_command(int argc, char** argv) {
   return 0;
 }
 
-}  // namespace star::bench
+}  // namespace star

@@ -11,10 +11,20 @@
 #include "star/dist/mpi_runtime.h"
 #include "star/engine/inference.h"
 
-namespace star::bench {
+namespace star {
 
-int run_phase_command(int argc, char** argv) {
-  Result<MpiRuntime> mpi = MpiRuntime::start(&argc, &argv);
+CLI::App* add_phase_command(CLI::App& app, PhaseCommandOptions& o) {
+  CLI::App* cmd = app.add_subcommand("phase", "Phase 1 critical path and Phase 2 decode speed (run under mpirun)");
+  cmd->add_option("--model", o.model_path, "HF model directory or .gguf file")->required();
+  cmd->add_option("--context", o.context, "context tokens")->capture_default_str()->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--query", o.query, "query tokens")->capture_default_str()->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--decode-tokens", o.decode_tokens, "tokens generated")->capture_default_str()->check(CLI::Range(1, 1 << 16));
+  add_attention_options(*cmd, o.attention_flags, o.attention_config_file);
+  return cmd;
+}
+
+int run_phase_command(const CLI::App& command, const PhaseCommandOptions& o) {
+  Result<MpiRuntime> mpi = MpiRuntime::start(nullptr, nullptr);
   if (!mpi.ok()) {
     std::fprintf(stderr, "star-bench: %s\n", mpi.status().to_string().c_str());
     return 1;
@@ -25,22 +35,9 @@ int run_phase_command(int argc, char** argv) {
     return 1;
   }
   Communicator& comm = **world;
-  CLI::App app{"star-bench phase: Phase 1 critical path and Phase 2 decode speed (run under mpirun)"};
-  std::string model_path, config_file;
-  int64_t context = 2048, query = 16, decode = 16;
-  AttentionConfig attention;
-  app.add_option("--model", model_path, "HF model directory or .gguf file")->required();
-  app.add_option("--context", context, "context tokens")->capture_default_str()->check(CLI::Range(1, 1 << 24));
-  app.add_option("--query", query, "query tokens")->capture_default_str()->check(CLI::Range(1, 1 << 16));
-  app.add_option("--decode-tokens", decode, "tokens generated")->capture_default_str()->check(CLI::Range(1, 1 << 16));
-  add_attention_options(app, attention, config_file);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return comm.rank() == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 2);
-  }
-  Result<AttentionConfig> resolved = resolve_attention_options(attention, config_file);
-  Result<RuntimeModel> model = open_model(model_path);
+  const int64_t context = o.context, query = o.query, decode = o.decode_tokens;
+  Result<AttentionConfig> resolved = resolve_attention_options(command, o.attention_flags, o.attention_config_file);
+  Result<RuntimeModel> model = open_model(o.model_path);
   for (const Status* s : {&resolved.status(), &model.status()}) {
     if (!s->ok()) {
       if (comm.rank() == 0) std::fprintf(stderr, "%s\n", s->to_string().c_str());
@@ -85,4 +82,4 @@ int run_phase_command(int argc, char** argv) {
   return 0;
 }
 
-}  // namespace star::bench
+}  // namespace star

@@ -1,11 +1,28 @@
-// star-bench phase (under mpirun): one request with a random context of a given length through
+// `star-bench phase` (under mpirun): one request with a random context of a given length through
 // Phase 1 and Phase 2; rank 0 prints one JSON line with the critical path, per-rank times, decode
 // speed and all-gather traffic. scripts/bench/phase_sweep.py drives it over lengths, ranks and
 // algorithms.
 #pragma once
 
-namespace star::bench {
+#include <CLI/CLI.hpp>
 
-int run_phase_command(int argc, char** argv);
+#include <cstdint>
+#include <string>
 
-}  // namespace star::bench
+#include "star/attention/attention_config.h"
+
+namespace star {
+
+struct PhaseCommandOptions {
+  std::string model_path;
+  int64_t context = 2048;
+  int64_t query = 16;
+  int64_t decode_tokens = 16;
+  AttentionConfig attention_flags;
+  std::string attention_config_file;
+};
+
+CLI::App* add_phase_command(CLI::App& app, PhaseCommandOptions& options);
+int run_phase_command(const CLI::App& command, const PhaseCommandOptions& options);
+
+}  // namespace star

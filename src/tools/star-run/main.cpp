@@ -224,7 +224,7 @@ int main(int argc, char** argv) {
     if (comm.rank() == 0) spdlog::error("give --prompt, --context-file with --query, or --input");
     return 2;
   }
-  star::Result<star::AttentionConfig> attention = star::resolve_attention_options(o.attention, o.attention_config_file);
+  star::Result<star::AttentionConfig> attention = star::resolve_attention_options(app, o.attention, o.attention_config_file);
   if (!attention.ok()) {
     if (comm.rank() == 0) spdlog::error("{}", attention.status().to_string());
     return 2;

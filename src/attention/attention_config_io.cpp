@@ -1,0 +1,235 @@
+#include "star/attention/attention_config_io.h"
+
+#include <array>
+#include <fstream>
+#include <initializer_list>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <type_traits>
+#include <variant>
+
+namespace star {
+namespace {
+
+// Token counts end up as int32 positions, so no count may exceed this.
+constexpr int64_t kMaxTokens = std::numeric_limits<int32_t>::max();
+
+using FieldMember = std::variant<std::string AttentionConfig::*, int64_t AttentionConfig::*,
+                                 double AttentionConfig::*, bool AttentionConfig::*>;
+
+// One row per AttentionConfig field: its JSON key, its command-line flag and its help text.
+struct Field {
+  const char* key;
+  const char* flag;
+  const char* help;
+  FieldMember member;
+};
+
+const std::array<Field, 12> kFields = {{
+    {"algorithm", "--attention", "Phase 1 algorithm: dense, star, no-anchor, ring, pulsar, streaming",
+     &AttentionConfig::algorithm},
+    {"block_size", "--block-size", "context tokens per block (0: ceil(L / ranks))", &AttentionConfig::block_size},
+    {"anchor_size", "--anchor-size", "star: anchor tokens (-1: the block size)", &AttentionConfig::anchor_size},
+    {"sink_tokens", "--sink-tokens", "pulsar: sink tokens taken from block 0", &AttentionConfig::sink_tokens},
+    {"chunk_tokens", "--chunk-tokens", "pulsar: tokens per scored chunk", &AttentionConfig::chunk_tokens},
+    {"summary_fraction", "--summary-fraction", "pulsar: summary budget as a fraction of the block size",
+     &AttentionConfig::summary_fraction},
+    {"summary_chunks", nullptr, nullptr, &AttentionConfig::summary_chunks},  // flag: --summary-tokens
+    {"scoring", "--scoring", "pulsar: chunk scoring: max_idf, tfidf, bm25, entropy, even", &AttentionConfig::scoring},
+    {"position_mode", "--position-mode", "pulsar: RoPE positions: sparse or contiguous", &AttentionConfig::position_mode},
+    {"keep_prefix_kv", "--keep-prefix-kv", "pulsar: keep sink and summary KV in the shard (experiments)",
+     &AttentionConfig::keep_prefix_kv},
+    {"streaming_sink", "--streaming-sink", "streaming: sink tokens every token sees", &AttentionConfig::streaming_sink},
+    {"streaming_window", "--streaming-window", "streaming: sliding window in tokens", &AttentionConfig::streaming_window},
+}};
+
+constexpr const char* kSummaryTokensFlag = "--summary-tokens";
+
+Status check_range(const char* field, int64_t value, int64_t lo, int64_t hi, const char* meaning = "") {
+  if (value >= lo && value <= hi) return ok_status();
+  return invalid_argument("attention config: " + std::string(field) + " = " + std::to_string(value) +
+                          " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]" +
+                          meaning);
+}
+
+Status check_member(const char* field, const std::string& value, std::initializer_list<const char*> allowed) {
+  std::string set;
+  for (const char* a : allowed) {
+    if (value == a) return ok_status();
+    set += set.empty() ? a : std::string(", ") + a;
+  }
+  return invalid_argument("attention config: " + std::string(field) + " = \"" + value +
+                          "\" is not one of {" + set + "}");
+}
+
+std::string known_keys() {
+  std::string keys;
+  for (const Field& f : kFields) keys += keys.empty() ? f.key : std::string(", ") + f.key;
+  return keys;
+}
+
+Status wrong_type(const char* key, const char* expected, const nlohmann::json& value) {
+  return invalid_argument("attention config key \"" + std::string(key) + "\" must be " + expected + ", got " +
+                          value.type_name() + " " + value.dump());
+}
+
+// Stores `value` into the field, or says why its JSON type does not fit.
+Status assign_from_json(const Field& field, const nlohmann::json& value, AttentionConfig& config) {
+  return std::visit(
+      [&](auto member) -> Status {
+        using T = std::remove_reference_t<decltype(config.*member)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          if (!value.is_string()) return wrong_type(field.key, "a string", value);
+          config.*member = value.get<std::string>();
+        } else if constexpr (std::is_same_v<T, bool>) {
+          if (!value.is_boolean()) return wrong_type(field.key, "true or false", value);
+          config.*member = value.get<bool>();
+        } else if constexpr (std::is_same_v<T, int64_t>) {
+          if (!value.is_number_integer()) return wrong_type(field.key, "an integer", value);
+          if (value.is_number_unsigned() &&
+              value.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+            return wrong_type(field.key, "a 64-bit signed integer", value);
+          }
+          config.*member = value.get<int64_t>();
+        } else {
+          if (!value.is_number()) return wrong_type(field.key, "a number", value);
+          config.*member = value.get<double>();
+        }
+        return ok_status();
+      },
+      field.member);
+}
+
+}  // namespace
+
+Status validate_attention_config(const AttentionConfig& c) {
+  for (Status s : {
+           check_member("algorithm", c.algorithm, {"dense", "star", "no-anchor", "ring", "pulsar", "streaming"}),
+           check_range("block_size", c.block_size, 0, kMaxTokens, " (0: ceil(L / ranks))"),
+           check_range("anchor_size", c.anchor_size, -1, kMaxTokens, " (-1: the block size)"),
+           check_range("sink_tokens", c.sink_tokens, 0, kMaxTokens),
+           check_range("chunk_tokens", c.chunk_tokens, 1, kMaxTokens),
+           check_range("summary_chunks", c.summary_chunks, 0, kMaxTokens, " (0: use summary_fraction)"),
+           check_member("scoring", c.scoring, {"max_idf", "tfidf", "bm25", "entropy", "even"}),
+           check_member("position_mode", c.position_mode, {"sparse", "contiguous"}),
+           check_range("streaming_sink", c.streaming_sink, 0, kMaxTokens),
+           check_range("streaming_window", c.streaming_window, 1, kMaxTokens,
+                       " (an unbounded window is algorithm dense)"),
+       }) {
+    if (!s.ok()) return s;
+  }
+  if (!(c.summary_fraction >= 0.0 && c.summary_fraction <= 1.0)) {
+    std::ostringstream value;
+    value << c.summary_fraction;
+    return invalid_argument("attention config: summary_fraction = " + value.str() + " is out of range [0, 1]");
+  }
+  if (c.block_size > 0 && c.anchor_size > c.block_size) {
+    return invalid_argument("attention config: anchor_size = " + std::to_string(c.anchor_size) +
+                            " exceeds block_size = " + std::to_string(c.block_size) +
+                            " (the anchor is the start of block 0)");
+  }
+  return ok_status();
+}
+
+Result<AttentionConfig> attention_config_from_json(const nlohmann::json& json) {
+  if (!json.is_object()) {
+    return invalid_argument(std::string("attention config must be a JSON object, got ") + json.type_name());
+  }
+  AttentionConfig config;
+  for (const auto& [key, value] : json.items()) {
+    const Field* field = nullptr;
+    for (const Field& f : kFields) {
+      if (key == f.key) field = &f;
+    }
+    if (field == nullptr) {
+      return invalid_argument("unknown key \"" + key + "\" in attention config (known: " + known_keys() + ")");
+    }
+    if (Status s = assign_from_json(*field, value, config); !s.ok()) return s;
+  }
+  if (Status s = validate_attention_config(config); !s.ok()) return s;
+  return config;
+}
+
+nlohmann::json attention_config_to_json(const AttentionConfig& config) {
+  nlohmann::json json = nlohmann::json::object();
+  for (const Field& f : kFields) {
+    std::visit([&](auto member) { json[f.key] = config.*member; }, f.member);
+  }
+  return json;
+}
+
+Result<AttentionConfig> load_attention_config(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) return not_found("cannot open attention config " + path.string());
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    return invalid_argument("attention config " + path.string() + ": " + e.what());
+  }
+  Result<AttentionConfig> config = attention_config_from_json(json);
+  if (!config.ok()) return Status(config.status().code(), path.string() + ": " + config.status().message());
+  return config;
+}
+
+void add_attention_options(CLI::App& app, AttentionConfig& flags, std::string& config_file) {
+  constexpr const char* kGroup = "Attention";
+  app.add_option("--attention-config", config_file, "attention config JSON (flags override its values)")
+      ->group(kGroup);
+  for (const Field& f : kFields) {
+    if (f.flag == nullptr) continue;
+    std::visit(
+        [&](auto member) {
+          if constexpr (std::is_same_v<std::remove_reference_t<decltype(flags.*member)>, bool>) {
+            app.add_flag(f.flag, flags.*member, f.help)->group(kGroup);
+          } else {
+            app.add_option(f.flag, flags.*member, f.help)->group(kGroup);
+          }
+        },
+        f.member);
+  }
+  CLI::Option* tokens = app.add_option(kSummaryTokensFlag)
+                            ->description("pulsar: summary tokens per block (a multiple of the chunk size)")
+                            ->type_name("INT")
+                            ->group(kGroup);
+  tokens->excludes(app.get_option("--summary-fraction"));
+}
+
+Result<AttentionConfig> resolve_attention_options(const CLI::App& app, const AttentionConfig& flags,
+                                                  const std::string& config_file) {
+  AttentionConfig config;
+  if (!config_file.empty()) {
+    Result<AttentionConfig> loaded = load_attention_config(config_file);
+    if (!loaded.ok()) return loaded.status();
+    config = *loaded;
+  }
+  for (const Field& f : kFields) {
+    if (f.flag == nullptr || app.count(f.flag) == 0) continue;
+    std::visit([&](auto member) { config.*member = flags.*member; }, f.member);
+  }
+  if (app.count("--summary-fraction") > 0) config.summary_chunks = 0;
+  if (app.count(kSummaryTokensFlag) > 0) {
+    const std::string text = app.get_option(kSummaryTokensFlag)->as<std::string>();
+    int64_t tokens = 0;
+    try {
+      size_t used = 0;
+      tokens = std::stoll(text, &used);
+      if (used != text.size()) throw std::invalid_argument(text);
+    } catch (const std::exception&) {
+      return invalid_argument(std::string(kSummaryTokensFlag) + " = \"" + text + "\" is not an integer");
+    }
+    if (Status s = check_range("chunk_tokens", config.chunk_tokens, 1, kMaxTokens); !s.ok()) return s;
+    if (tokens < 0 || tokens % config.chunk_tokens != 0) {
+      return invalid_argument(std::string(kSummaryTokensFlag) + " = " + std::to_string(tokens) +
+                              " must be a non-negative multiple of chunk_tokens = " +
+                              std::to_string(config.chunk_tokens));
+    }
+    config.summary_chunks = tokens / config.chunk_tokens;
+    if (tokens == 0) config.summary_fraction = 0.0;
+  }
+  if (Status s = validate_attention_config(config); !s.ok()) return s;
+  return config;
+}
+
+}  // namespace star
