@@ -13,8 +13,8 @@ double max_of(const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max
 
 }  // namespace
 
-double InferenceOutcome::phase1_seconds() const { return max_of(phase1_rank_wall_seconds); }
-double InferenceOutcome::phase1_critical_path_seconds() const { return max_of(phase1_rank_compute_seconds); }
+double EncodedContext::phase1_seconds() const { return max_of(phase1_rank_wall_seconds); }
+double EncodedContext::phase1_critical_path_seconds() const { return max_of(phase1_rank_compute_seconds); }
 
 Status validate_request(const LlamaConfig& config, const InferenceRequest& request) {
   if (request.query_ids.empty()) return invalid_argument("query: empty (at least one token is needed)");
@@ -53,29 +53,26 @@ Result<std::vector<T>> gather_one(Communicator& comm, T value) {
 
 }  // namespace
 
-Result<InferenceOutcome> run_inference(const RuntimeModel& model, Communicator& comm, const InferenceRequest& request,
-                                       const BlockProgress& progress, const TokenSink& sink) {
+Result<EncodedContext> encode_request_context(const RuntimeModel& model, Communicator& comm,
+                                              std::span<const int32_t> context_ids, const AttentionConfig& attention,
+                                              int64_t reserve_tokens, const BlockProgress& progress) {
   const LlamaConfig& config = model.llama->config();
-  if (Status s = validate_request(config, request); !s.ok()) return s;
   // An empty context has nothing to split: every algorithm degenerates to dense.
-  AttentionConfig attention = request.attention;
-  if (request.context_ids.empty()) attention.algorithm = "dense";
-  Result<BlockPlan> plan = build_block_plan(request.context_ids, comm.size(), attention);
+  AttentionConfig effective = attention;
+  if (context_ids.empty()) effective.algorithm = "dense";
+  Result<BlockPlan> plan = build_block_plan(context_ids, comm.size(), effective);
   if (!plan.ok()) return plan.status();
 
-  const RankPlan& mine = plan->ranks[comm.rank()];
-  KvCache shard(config.n_layers, config.n_kv_heads, config.head_dim);
+  EncodedContext out;
+  out.layout = ShardLayout::of(*plan);
+  out.algorithm = plan->algorithm;
+  out.context_tokens = static_cast<int64_t>(context_ids.size());
+  out.shard = KvCache(config.n_layers, config.n_kv_heads, config.head_dim);
   const bool host = comm.rank() == plan->query_host;
-  shard.reserve(mine.shard.size() + (host ? static_cast<int64_t>(request.query_ids.size()) +
-                                                request.generation.max_tokens
-                                          : 0));
-  Result<Phase1Stats> phase1 = encode_context(*model.llama, *plan, comm, shard, progress);
+  out.shard.reserve(plan->ranks[comm.rank()].shard.size() + (host ? reserve_tokens : 0));
+  Result<Phase1Stats> phase1 = encode_context(*model.llama, *plan, comm, out.shard, progress);
   if (!phase1.ok()) return phase1.status();
 
-  InferenceOutcome out;
-  out.algorithm = plan->algorithm;
-  out.context_tokens = static_cast<int64_t>(request.context_ids.size());
-  out.query_tokens = static_cast<int64_t>(request.query_ids.size());
   auto wall = gather_one(comm, phase1->wall_seconds);
   auto compute = gather_one(comm, phase1->compute_seconds);
   auto tokens = gather_one(comm, phase1->shard_tokens);
@@ -87,9 +84,30 @@ Result<InferenceOutcome> run_inference(const RuntimeModel& model, Communicator& 
   out.phase1_rank_compute_seconds = std::move(*compute);
   out.shard_tokens = std::move(*tokens);
   out.shard_bytes = std::move(*bytes);
+  return out;
+}
 
-  Result<GenerationResult> gen = generate(*model.llama, *model.tokenizer, ShardLayout::of(*plan), comm, shard,
-                                          request.query_ids, request.generation, sink);
+Result<GenerationResult> answer_query(const RuntimeModel& model, Communicator& comm, EncodedContext& context,
+                                      std::span<const int32_t> query_ids, const GenerationOptions& options,
+                                      const TokenSink& sink) {
+  const int64_t encoded = context.shard.tokens();
+  Result<GenerationResult> gen =
+      generate(*model.llama, *model.tokenizer, context.layout, comm, context.shard, query_ids, options, sink);
+  context.shard.truncate(encoded);
+  return gen;
+}
+
+Result<InferenceOutcome> run_inference(const RuntimeModel& model, Communicator& comm, const InferenceRequest& request,
+                                       const BlockProgress& progress, const TokenSink& sink) {
+  if (Status s = validate_request(model.llama->config(), request); !s.ok()) return s;
+  const int64_t reserve = static_cast<int64_t>(request.query_ids.size()) + request.generation.max_tokens;
+  Result<EncodedContext> context =
+      encode_request_context(model, comm, request.context_ids, request.attention, reserve, progress);
+  if (!context.ok()) return context.status();
+  InferenceOutcome out;
+  static_cast<EncodedContext&>(out) = std::move(*context);
+  out.query_tokens = static_cast<int64_t>(request.query_ids.size());
+  Result<GenerationResult> gen = answer_query(model, comm, out, request.query_ids, request.generation, sink);
   if (!gen.ok()) return gen.status();
   out.generation = std::move(*gen);
   return out;

@@ -20,11 +20,13 @@ struct InferenceRequest {
   GenerationOptions generation;
 };
 
-struct InferenceOutcome {
-  GenerationResult generation;
+// What Phase 1 leaves on each rank: its KV shard and what Phase 2 needs to know about it. The
+// same EncodedContext can answer many queries (answer_query restores the shard afterwards).
+struct EncodedContext {
+  ShardLayout layout;
+  KvCache shard;
   std::string algorithm;
   int64_t context_tokens = 0;
-  int64_t query_tokens = 0;
   std::vector<double> phase1_rank_wall_seconds;     // each rank's Phase 1 wall time
   std::vector<double> phase1_rank_compute_seconds;  // and its CPU time of model work
   std::vector<int64_t> shard_tokens;                // each rank's KV tokens after Phase 1
@@ -33,9 +35,25 @@ struct InferenceOutcome {
   double phase1_critical_path_seconds() const;      // compute time of the slowest rank
 };
 
+struct InferenceOutcome : EncodedContext {
+  GenerationResult generation;
+  int64_t query_tokens = 0;
+};
+
 // Checks the request against the model before anything runs (every rank reaches the same verdict).
 Status validate_request(const LlamaConfig& config, const InferenceRequest& request);
 
+// Phase 1 alone, collective. `reserve_tokens`: room kept on the query host for query + answer.
+Result<EncodedContext> encode_request_context(const RuntimeModel& model, Communicator& comm,
+                                              std::span<const int32_t> context_ids, const AttentionConfig& attention,
+                                              int64_t reserve_tokens = 0, const BlockProgress& progress = {});
+
+// Phase 2 alone, collective, on a context encoded before; the shard is left as it was found.
+Result<GenerationResult> answer_query(const RuntimeModel& model, Communicator& comm, EncodedContext& context,
+                                      std::span<const int32_t> query_ids, const GenerationOptions& options,
+                                      const TokenSink& sink = {});
+
+// Both phases for one request.
 Result<InferenceOutcome> run_inference(const RuntimeModel& model, Communicator& comm, const InferenceRequest& request,
                                        const BlockProgress& progress = {}, const TokenSink& sink = {});
 
