@@ -1,0 +1,231 @@
+#include <cstring>
+#include <limits>
+
+#include "llama_tensor_table.h"
+#include "model_loaders.h"
+#include "star/model/config_validation.h"
+#include "star/model/gguf.h"
+#include "weight_conversion.h"
+
+namespace star {
+namespace {
+
+// A required key: absent is a malformed model (kInvalidArgument), like a missing config.json key.
+template <typename T>
+Result<T> required(const GgufFile& gguf, const Result<T>& value, std::string_view key) {
+  if (value.ok() || value.status().code() != StatusCode::kNotFound) return value;
+  return invalid_argument(gguf.path().string() + ": missing required metadata key '" + std::string(key) + "'");
+}
+
+Result<int64_t> required_int(const GgufFile& gguf, std::string_view key) {
+  return required(gguf, gguf.get_int(key), key);
+}
+
+Result<int64_t> optional_int(const GgufFile& gguf, std::string_view key, int64_t fallback) {
+  return gguf.has(key) ? gguf.get_int(key) : Result<int64_t>(fallback);
+}
+
+Status check_architecture(const GgufFile& gguf) {
+  auto arch = required(gguf, gguf.get_string("general.architecture"), "general.architecture");
+  if (!arch.ok()) return arch.status();
+  if (*arch != "llama") return invalid_argument(gguf.path().string() + ": architecture " + *arch + " is not Llama");
+  return ok_status();
+}
+
+Status read_rope_scaling(const GgufFile& gguf, LlamaConfig& c) {
+  const std::string where = gguf.path().string();
+  if (gguf.has("llama.rope.scaling.type")) {
+    auto type = gguf.get_string("llama.rope.scaling.type");
+    if (!type.ok()) return type.status();
+    if (*type != "none") {
+      return unimplemented(where + ": llama.rope.scaling.type '" + *type + "' is not supported");
+    }
+  }
+  // llama.cpp stores Llama 3.1 rope scaling as precomputed per-frequency factors, not parameters.
+  if (gguf.contains_tensor("rope_freqs.weight")) {
+    return unimplemented(where + ": tensor 'rope_freqs.weight' (precomputed rope scaling) is not supported; "
+                         "load the HF checkpoint instead");
+  }
+  c.rope_scaling = RopeScaling{};
+  return ok_status();
+}
+
+Result<LlamaConfig> read_config(const GgufFile& gguf) {
+  const std::string where = gguf.path().string();
+  LlamaConfig c;
+  c.rope_layout = RopeLayout::kAdjacent;
+  struct IntKey {
+    const char* key;
+    int64_t* target;
+  };
+  const IntKey keys[] = {{"llama.embedding_length", &c.dim},
+                         {"llama.feed_forward_length", &c.hidden_dim},
+                         {"llama.block_count", &c.n_layers},
+                         {"llama.attention.head_count", &c.n_heads},
+                         {"llama.context_length", &c.max_position_embeddings}};
+  for (const IntKey& k : keys) {
+    auto v = required_int(gguf, k.key);
+    if (!v.ok()) return v.status();
+    *k.target = *v;
+  }
+  if (c.n_heads <= 0) return invalid_argument(where + ": llama.attention.head_count must be > 0");
+  auto kv_heads = optional_int(gguf, "llama.attention.head_count_kv", c.n_heads);
+  if (!kv_heads.ok()) return kv_heads.status();
+  c.n_kv_heads = *kv_heads;
+
+  auto rope_dims = optional_int(gguf, "llama.rope.dimension_count", c.dim / c.n_heads);
+  if (!rope_dims.ok()) return rope_dims.status();
+  auto head_dim = optional_int(gguf, "llama.attention.key_length", *rope_dims);
+  if (!head_dim.ok()) return head_dim.status();
+  c.head_dim = *head_dim;
+  if (*rope_dims != c.head_dim) {
+    return unimplemented(where + ": llama.rope.dimension_count " + std::to_string(*rope_dims) +
+                         " differs from the head dimension " + std::to_string(c.head_dim) + " (partial rotary)");
+  }
+
+  auto eps = required(gguf, gguf.get_float("llama.attention.layer_norm_rms_epsilon"),
+                      "llama.attention.layer_norm_rms_epsilon");
+  if (!eps.ok()) return eps.status();
+  c.rms_norm_eps = *eps;
+  if (gguf.has("llama.rope.freq_base")) {
+    auto theta = gguf.get_float("llama.rope.freq_base");
+    if (!theta.ok()) return theta.status();
+    c.rope_theta = *theta;
+  }
+  if (Status s = read_rope_scaling(gguf, c); !s.ok()) return s;
+  return c;
+}
+
+Result<int32_t> token_id(const GgufFile& gguf, std::string_view key, size_t n_tokens) {
+  if (!gguf.has(key)) return -1;
+  auto id = gguf.get_int(key);
+  if (!id.ok()) return id.status();
+  if (*id < 0 || static_cast<uint64_t>(*id) >= n_tokens) {
+    return invalid_argument(gguf.path().string() + ": metadata key '" + std::string(key) + "' = " +
+                            std::to_string(*id) + " is outside the vocabulary of " + std::to_string(n_tokens));
+  }
+  return static_cast<int32_t>(*id);
+}
+
+Result<GgufVocabulary> read_vocabulary(const GgufFile& gguf) {
+  const std::string where = gguf.path().string();
+  GgufVocabulary v;
+  auto model = required(gguf, gguf.get_string("tokenizer.ggml.model"), "tokenizer.ggml.model");
+  if (!model.ok()) return model.status();
+  v.model = *model;
+  auto tokens = required(gguf, gguf.get_string_array("tokenizer.ggml.tokens"), "tokenizer.ggml.tokens");
+  if (!tokens.ok()) return tokens.status();
+  v.tokens = std::move(tokens).value();
+  const size_t n = v.tokens.size();
+  if (n > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return invalid_argument(where + ": tokenizer.ggml.tokens has too many entries");
+  }
+
+  if (gguf.has("tokenizer.ggml.scores")) {
+    auto scores = gguf.get_float_array("tokenizer.ggml.scores");
+    if (!scores.ok()) return scores.status();
+    if (scores->size() != n) {
+      return invalid_argument(where + ": tokenizer.ggml.scores has " + std::to_string(scores->size()) +
+                              " entries for " + std::to_string(n) + " tokens");
+    }
+    v.scores.assign(scores->begin(), scores->end());
+  }
+  if (gguf.has("tokenizer.ggml.token_type")) {
+    auto types = gguf.get_int_array("tokenizer.ggml.token_type");
+    if (!types.ok()) return types.status();
+    if (types->size() != n) {
+      return invalid_argument(where + ": tokenizer.ggml.token_type has " + std::to_string(types->size()) +
+                              " entries for " + std::to_string(n) + " tokens");
+    }
+    for (int64_t t : *types) {
+      if (t < std::numeric_limits<int32_t>::min() || t > std::numeric_limits<int32_t>::max()) {
+        return invalid_argument(where + ": tokenizer.ggml.token_type has the value " + std::to_string(t));
+      }
+      v.token_types.push_back(static_cast<int32_t>(t));
+    }
+  }
+  if (gguf.has("tokenizer.ggml.merges")) {
+    auto merges = gguf.get_string_array("tokenizer.ggml.merges");
+    if (!merges.ok()) return merges.status();
+    v.merges = std::move(merges).value();
+  }
+  auto bos = token_id(gguf, "tokenizer.ggml.bos_token_id", n);
+  auto eos = token_id(gguf, "tokenizer.ggml.eos_token_id", n);
+  if (!bos.ok()) return bos.status();
+  if (!eos.ok()) return eos.status();
+  v.bos_id = *bos;
+  v.eos_id = *eos;
+  v.add_space_prefix = v.model == "llama";
+  if (gguf.has("tokenizer.ggml.add_space_prefix")) {
+    auto prefix = gguf.get_bool("tokenizer.ggml.add_space_prefix");
+    if (!prefix.ok()) return prefix.status();
+    v.add_space_prefix = *prefix;
+  }
+  return v;
+}
+
+Status load_tensor(const GgufFile& gguf, const std::string& name, const std::vector<int64_t>& shape, WeightTensor& out) {
+  auto view = gguf.find_tensor(name);
+  if (!view.ok()) return view.status();
+  return to_weight_tensor(*view, shape, out);
+}
+
+// llama.cpp's converter writes `output` even when it is a copy of the embedding; a byte-identical
+// copy is a tied model, and lm_head then shares the embedding's storage.
+bool output_is_embedding_copy(const GgufFile& gguf) {
+  auto output = gguf.find_tensor("output.weight");
+  auto embed = gguf.find_tensor("token_embd.weight");
+  return output.ok() && embed.ok() && output->dtype == embed->dtype && output->shape == embed->shape &&
+         std::memcmp(output->data, embed->data, output->bytes) == 0;
+}
+
+Status load_gguf_weights(const GgufFile& gguf, const LlamaConfig& c, LlamaWeights& w) {
+  if (Status s = load_tensor(gguf, "token_embd.weight", {c.vocab_size, c.dim}, w.embed); !s.ok()) return s;
+  w.layers.resize(static_cast<size_t>(c.n_layers));
+  for (int64_t layer = 0; layer < c.n_layers; ++layer) {
+    for (const LayerTensorSpec& spec : llama_layer_tensors()) {
+      WeightTensor& target = w.layers[static_cast<size_t>(layer)].*spec.member;
+      if (Status s = load_tensor(gguf, gguf_layer_tensor_name(layer, spec), spec.shape(c), target); !s.ok()) return s;
+    }
+  }
+  if (Status s = load_tensor(gguf, "output_norm.weight", {c.dim}, w.final_norm); !s.ok()) return s;
+  if (c.tie_word_embeddings) {
+    w.lm_head = borrow_tensor(w.embed);
+    return ok_status();
+  }
+  return load_tensor(gguf, "output.weight", {c.vocab_size, c.dim}, w.lm_head);
+}
+
+}  // namespace
+
+Result<LoadedModel> load_gguf_model(const std::filesystem::path& gguf_path) {
+  auto gguf = GgufFile::open(gguf_path);
+  if (!gguf.ok()) return gguf.status();
+  if (Status s = check_architecture(*gguf); !s.ok()) return s;
+
+  LoadedModel model;
+  model.source = gguf_path;
+  auto config = read_config(*gguf);
+  if (!config.ok()) return config.status();
+  auto vocabulary = read_vocabulary(*gguf);
+  if (!vocabulary.ok()) return vocabulary.status();
+  model.config = std::move(config).value();
+  LlamaConfig& c = model.config;
+
+  auto vocab_size = optional_int(*gguf, "llama.vocab_size", static_cast<int64_t>(vocabulary->tokens.size()));
+  if (!vocab_size.ok()) return vocab_size.status();
+  c.vocab_size = *vocab_size;
+  c.bos_token_id = vocabulary->bos_id;
+  if (vocabulary->eos_id >= 0) c.eos_token_ids.push_back(vocabulary->eos_id);
+  auto eot = token_id(*gguf, "tokenizer.ggml.eot_token_id", vocabulary->tokens.size());
+  if (!eot.ok()) return eot.status();
+  if (*eot >= 0 && *eot != vocabulary->eos_id) c.eos_token_ids.push_back(*eot);
+  c.tie_word_embeddings = !gguf->contains_tensor("output.weight") || output_is_embedding_copy(*gguf);
+  if (Status s = validate_llama_config(c, gguf_path.string()); !s.ok()) return s;
+
+  if (Status s = load_gguf_weights(*gguf, c, model.weights); !s.ok()) return s;
+  model.gguf_vocabulary = std::move(vocabulary).value();
+  return model;
+}
+
+}  // namespace star
