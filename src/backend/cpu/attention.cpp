@@ -21,7 +21,8 @@ using simd::kLanes;
 using simd::Vec;
 
 constexpr int64_t kKeyTile = 96;  // keys per tile (one kv head); a multiple of every block height
-constexpr int64_t kMinKeyTile = 24;  // keys per tile when a task packs many kv heads at once
+constexpr int64_t kMinKeyTile = 24;  // the smallest multiple of every block height
+constexpr int64_t kPackedTileBytes = 512 * 1024;  // packed K and V tiles of a task stay within L2
 constexpr float kLog2e = 1.44269504088896341f;
 constexpr float kLn2 = 0.693147180559945309f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -41,6 +42,20 @@ struct Problem {
   int64_t heads_per_task;  // kv heads per task: 1, or all of them for short queries
   int64_t key_tile;        // keys per tile
 };
+
+// Row stride of packed key and value tiles: an odd number of cache lines spreads the rows over
+// the L1 sets.
+int64_t packed_row_floats(int64_t head_dim) {
+  const int64_t lines = ceil_div(head_dim, 16);
+  return (lines % 2 == 0 ? lines + 1 : lines) * 16;
+}
+
+// dst[0:n] = src[0:n], inline: rows are short and a call per row shows up in decoding profiles.
+inline void copy_row(const float* src, int64_t n, float* dst) {
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) simd::store(dst + i, simd::load(src + i));
+  for (; i < n; ++i) dst[i] = src[i];
+}
 
 enum class TileVisibility { kNone, kSome, kAll };
 
@@ -74,9 +89,7 @@ class TileWorker {
     row_stride_ = max_pad;
     row_pos_.resize(static_cast<size_t>(max_pad));
     st_.resize(static_cast<size_t>(p.key_tile * kMaxRowVectors * kLanes));
-    // An odd number of cache lines per packed row spreads the rows over the L1 sets.
-    const int64_t lines = ceil_div(p.head_dim, 16);
-    ld_packed_ = (lines % 2 == 0 ? lines + 1 : lines) * 16;
+    ld_packed_ = packed_row_floats(p.head_dim);
     k_tile_.resize(static_cast<size_t>(p.heads_per_task * p.key_tile * ld_packed_));
     v_tile_.resize(static_cast<size_t>(p.heads_per_task * p.key_tile * ld_packed_));
   }
@@ -101,13 +114,7 @@ class TileWorker {
       const TileVisibility vis = classify(p_.mask, pos_first, pos_last, j0, j0 + bc - 1);
       if (vis == TileVisibility::kNone) continue;
       pack_keys_values(j0, bc);
-      // Fetch the next tile while this one computes, a slice per kv head.
-      const int64_t next = j0 + p_.key_tile;
-      const int64_t next_end = std::min(key_end, next + p_.key_tile);
-      const int64_t slice = ceil_div(p_.key_tile, heads_);
       for (int64_t hh = 0; hh < heads_; ++hh) {
-        prefetch_keys_values(std::min(next_end, next + hh * slice),
-                             std::min(next_end, next + (hh + 1) * slice));
         for (int64_t rv0 = 0; rv0 < row_vectors_; rv0 += kMaxRowVectors) {
           attend_dispatch(std::min<int64_t>(kMaxRowVectors, row_vectors_ - rv0), hh, rv0 * kLanes,
                           j0, bc, vis == TileVisibility::kSome);
@@ -158,22 +165,8 @@ class TileWorker {
       for (int64_t hh = 0; hh < heads_; ++hh) {
         const int64_t src = c * ldkv + hh * d;
         const int64_t dst = hh * head_tile + c * ld_packed_;
-        std::copy(k + src, k + src + d, k_tile_.data() + dst);
-        std::copy(v + src, v + src + d, v_tile_.data() + dst);
-      }
-    }
-  }
-
-  // Starts loading keys and values [j_begin, j_end) of the task's kv heads into the cache.
-  void prefetch_keys_values(int64_t j_begin, int64_t j_end) const {
-    constexpr int64_t kLineFloats = 16;
-    const int64_t ldkv = p_.n_kv_heads * p_.head_dim;
-    const int64_t first = h_begin_ * p_.head_dim;
-    const int64_t last = (h_begin_ + heads_) * p_.head_dim;
-    for (int64_t j = j_begin; j < j_end; ++j) {
-      for (int64_t i = first; i < last; i += kLineFloats) {
-        __builtin_prefetch(p_.k + j * ldkv + i);
-        __builtin_prefetch(p_.v + j * ldkv + i);
+        copy_row(k + src, d, k_tile_.data() + dst);
+        copy_row(v + src, d, v_tile_.data() + dst);
       }
     }
   }
@@ -326,7 +319,8 @@ void attention_forward(const float* q, int64_t nq, const float* k, const float* 
   int64_t n_splits = 1;
   if (n_tiles < std::max(threads, 2)) {
     p.heads_per_task = n_kv_heads;
-    p.key_tile = std::max(kMinKeyTile, kKeyTile / n_kv_heads / kMinKeyTile * kMinKeyTile);
+    const int64_t row_bytes = 2 * n_kv_heads * packed_row_floats(head_dim) * int64_t{sizeof(float)};
+    p.key_tile = std::clamp(kPackedTileBytes / row_bytes / kMinKeyTile * kMinKeyTile, kMinKeyTile, kKeyTile);
     n_splits = std::clamp<int64_t>(ceil_div(2 * threads, n_tiles), 1,
                                    std::max<int64_t>(1, nk / (8 * p.key_tile)));
   }
