@@ -1,0 +1,37 @@
+// Scaled dot-product attention on the CPU: the one kernel behind prefill, decoding, Phase 1 blocks,
+// Phase 2 shards and ring steps. It returns the log-sum-exp beside the output so partial results
+// over disjoint key sets can be merged exactly (star/attention/merge.h).
+#pragma once
+
+#include <cstdint>
+
+#include "star/attention/block_plan.h"
+
+namespace star {
+
+// Which keys each query sees. Query i and key j are indices into the q and k/v arrays given to the
+// kernel; causal_offset places query i at key position causal_offset + i.
+struct AttentionMask {
+  bool causal = false;
+  int64_t causal_offset = 0;  // causal: query i sees key j iff j <= causal_offset + i
+  AttentionWindow window;     // when bounded, query i additionally sees only keys
+                              // j < window.sink or j > (causal_offset + i) - window.window
+};
+
+namespace cpu {
+
+// q [nq, Hq, d], k and v [nk, Hkv, d] (GQA: query head h uses kv head h / (Hq/Hkv)),
+// out [nq, Hq, d], lse [nq, Hq] natural-log log-sum-exp of the scaled scores (scale * q.k).
+// A query row that sees no key gets out = 0 and lse = -inf (so nk == 0 is allowed).
+// Requires Hq % Hkv == 0; out and lse must not overlap the inputs.
+//
+// Flash-attention style: tiles of (query tokens x heads sharing one kv head) against tiles of keys,
+// with an online softmax, so extra memory is O(tile) per thread. Fully masked key tiles are skipped.
+// OpenMP threads split (kv head, query tile) pairs; when there are too few of those for the threads
+// (decoding), the key range is split too and the pieces merged with merge_partials.
+void attention_forward(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
+                       int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale,
+                       const AttentionMask& mask, float* out, float* lse);
+
+}  // namespace cpu
+}  // namespace star

@@ -1,0 +1,365 @@
+#include "star/backend/cpu/attention.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "attention_blocks.h"
+#include "simd.h"
+#include "star/attention/merge.h"
+
+namespace star::cpu {
+namespace {
+
+using attention_blocks::for_each_block;
+using attention_blocks::kMaxRowVectors;
+using simd::kLanes;
+using simd::Vec;
+
+constexpr int64_t kKeyTile = 96;  // keys per tile (one kv head); a multiple of every block height
+constexpr int64_t kMinKeyTile = 24;  // the smallest multiple of every block height
+constexpr int64_t kPackedTileBytes = 512 * 1024;  // packed K and V tiles of a task stay within L2
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kLn2 = 0.693147180559945309f;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The problem as given to attention_forward, plus how it is cut into tasks.
+struct Problem {
+  const float* q;
+  const float* k;
+  const float* v;
+  int64_t nq, nk, n_heads, n_kv_heads, head_dim;
+  int64_t group;           // query heads per kv head
+  float log2_scale;        // scale * log2(e): scores live in base 2 so exp2 replaces exp
+  AttentionMask mask;
+  int64_t tile_tokens;     // query tokens per task
+  int64_t heads_per_task;  // kv heads per task: 1, or all of them for short queries
+  int64_t key_tile;        // keys per tile
+};
+
+// Row stride of packed key and value tiles: an odd number of cache lines spreads the rows over
+// the L1 sets.
+int64_t packed_row_floats(int64_t head_dim) {
+  const int64_t lines = ceil_div(head_dim, 16);
+  return (lines % 2 == 0 ? lines + 1 : lines) * 16;
+}
+
+// dst[0:n] = src[0:n], inline: rows are short and a call per row shows up in decoding profiles.
+inline void copy_row(const float* src, int64_t n, float* dst) {
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) simd::store(dst + i, simd::load(src + i));
+  for (; i < n; ++i) dst[i] = src[i];
+}
+
+enum class TileVisibility { kNone, kSome, kAll };
+
+// Which of keys [j_first, j_last] queries at positions [pos_first, pos_last] see
+// (position = causal_offset + query index).
+TileVisibility classify(const AttentionMask& mask, int64_t pos_first, int64_t pos_last,
+                        int64_t j_first, int64_t j_last) {
+  if (mask.causal && j_first > pos_last) return TileVisibility::kNone;
+  bool all = !mask.causal || j_last <= pos_first;
+  if (mask.window.bounded()) {
+    // Keys [sink, pos - window] are outside the window of the query at pos.
+    const int64_t sink = mask.window.sink;
+    if (j_first >= sink && j_last <= pos_first - mask.window.window) return TileVisibility::kNone;
+    all = all && (j_last < sink || j_first > pos_last - mask.window.window);
+  }
+  return all ? TileVisibility::kAll : TileVisibility::kSome;
+}
+
+// Per-thread state for one task: query tokens [t_begin, t_end) of kv heads
+// [h_begin, h_begin + heads) (each with its group of query heads) against keys
+// [key_begin, key_end). Rows of one kv head are (token, head in group) pairs, r = t * group + g.
+class TileWorker {
+ public:
+  explicit TileWorker(const Problem& p) : p_(p) {
+    const int64_t max_pad = ceil_div(p.tile_tokens * p.group, kLanes) * kLanes;
+    state_stride_ = p.head_dim * max_pad;
+    qt_.resize(static_cast<size_t>(p.heads_per_task * state_stride_));
+    ot_.resize(static_cast<size_t>(p.heads_per_task * state_stride_));
+    max_run_.resize(static_cast<size_t>(p.heads_per_task * max_pad));
+    sum_run_.resize(static_cast<size_t>(p.heads_per_task * max_pad));
+    row_stride_ = max_pad;
+    row_pos_.resize(static_cast<size_t>(max_pad));
+    st_.resize(static_cast<size_t>(p.key_tile * kMaxRowVectors * kLanes));
+    ld_packed_ = packed_row_floats(p.head_dim);
+    k_tile_.resize(static_cast<size_t>(p.heads_per_task * p.key_tile * ld_packed_));
+    v_tile_.resize(static_cast<size_t>(p.heads_per_task * p.key_tile * ld_packed_));
+  }
+
+  // Writes the task's rows of out [nq, Hq, d] and lse [nq, Hq] (attention over its keys only).
+  void run(int64_t h_begin, int64_t t_begin, int64_t t_end, int64_t key_begin, int64_t key_end,
+           float* out, float* lse) {
+    h_begin_ = h_begin;
+    heads_ = std::min(p_.heads_per_task, p_.n_kv_heads - h_begin);
+    rows_ = (t_end - t_begin) * p_.group;
+    row_vectors_ = ceil_div(rows_, kLanes);
+    row_pad_ = row_vectors_ * kLanes;
+    for (int64_t r = 0; r < row_pad_; ++r) {
+      row_pos_[r] = p_.mask.causal_offset + t_begin + std::min(r, rows_ - 1) / p_.group;
+    }
+    for (int64_t hh = 0; hh < heads_; ++hh) load_queries(hh, t_begin);
+    const int64_t pos_first = p_.mask.causal_offset + t_begin;
+    const int64_t pos_last = p_.mask.causal_offset + t_end - 1;
+    for (int64_t j0 = key_begin; j0 < key_end; j0 += p_.key_tile) {
+      if (p_.mask.causal && j0 > pos_last) break;
+      const int64_t bc = std::min(p_.key_tile, key_end - j0);
+      const TileVisibility vis = classify(p_.mask, pos_first, pos_last, j0, j0 + bc - 1);
+      if (vis == TileVisibility::kNone) continue;
+      pack_keys_values(j0, bc);
+      for (int64_t hh = 0; hh < heads_; ++hh) {
+        for (int64_t rv0 = 0; rv0 < row_vectors_; rv0 += kMaxRowVectors) {
+          attend_dispatch(std::min<int64_t>(kMaxRowVectors, row_vectors_ - rv0), hh, rv0 * kLanes,
+                          j0, bc, vis == TileVisibility::kSome);
+        }
+      }
+    }
+    for (int64_t hh = 0; hh < heads_; ++hh) store_output(hh, t_begin, out, lse);
+  }
+
+ private:
+  float* qt(int64_t hh) { return qt_.data() + hh * state_stride_; }
+  float* ot(int64_t hh) { return ot_.data() + hh * state_stride_; }
+  float* max_run(int64_t hh) { return max_run_.data() + hh * row_stride_; }
+  float* sum_run(int64_t hh) { return sum_run_.data() + hh * row_stride_; }
+  const float* k_tile(int64_t hh) const { return k_tile_.data() + hh * p_.key_tile * ld_packed_; }
+  const float* v_tile(int64_t hh) const { return v_tile_.data() + hh * p_.key_tile * ld_packed_; }
+
+  // qt [d, row_pad] = scaled queries of kv head h_begin + hh, transposed; resets its softmax state.
+  void load_queries(int64_t hh, int64_t t_begin) {
+    const int64_t d = p_.head_dim;
+    float* q_t = qt(hh);
+    for (int64_t r = 0; r < row_pad_; ++r) {
+      float* dst = q_t + r;
+      if (r >= rows_) {
+        for (int64_t i = 0; i < d; ++i) dst[i * row_pad_] = 0.f;
+      } else {
+        const int64_t t = t_begin + r / p_.group;
+        const int64_t h = (h_begin_ + hh) * p_.group + r % p_.group;
+        const float* src = p_.q + (t * p_.n_heads + h) * d;
+        for (int64_t i = 0; i < d; ++i) dst[i * row_pad_] = src[i] * p_.log2_scale;
+      }
+      max_run(hh)[r] = kNegInf;
+      sum_run(hh)[r] = 0.f;
+    }
+    std::fill(ot(hh), ot(hh) + d * row_pad_, 0.f);
+  }
+
+  // Copies keys and values [j0, j0 + bc) of the task's kv heads into per-head contiguous tiles,
+  // reading each cache row front to back. In place, one head's rows sit Hkv * d floats apart, often
+  // a multiple of 4 KiB, so a block's rows would all compete for the same L1 set.
+  void pack_keys_values(int64_t j0, int64_t bc) {
+    const int64_t d = p_.head_dim;
+    const int64_t ldkv = p_.n_kv_heads * d;
+    const int64_t head_tile = p_.key_tile * ld_packed_;
+    const float* k = p_.k + j0 * ldkv + h_begin_ * d;
+    const float* v = p_.v + j0 * ldkv + h_begin_ * d;
+    for (int64_t c = 0; c < bc; ++c) {
+      for (int64_t hh = 0; hh < heads_; ++hh) {
+        const int64_t src = c * ldkv + hh * d;
+        const int64_t dst = hh * head_tile + c * ld_packed_;
+        copy_row(k + src, d, k_tile_.data() + dst);
+        copy_row(v + src, d, v_tile_.data() + dst);
+      }
+    }
+  }
+
+  // Picks the template instance for nv row vectors (1 .. kMaxRowVectors).
+  template <int NV = 1>
+  void attend_dispatch(int64_t nv, int64_t hh, int64_t col, int64_t j0, int64_t bc, bool masked) {
+    if constexpr (NV < kMaxRowVectors) {
+      if (nv > NV) return attend_dispatch<NV + 1>(nv, hh, col, j0, bc, masked);
+    }
+    attend<NV>(hh, col, j0, bc, masked);
+  }
+
+  // Rows [col, col + NV * kLanes) of kv head h_begin + hh against keys [j0, j0 + bc): scores,
+  // mask, online softmax, values.
+  template <int NV>
+  void attend(int64_t hh, int64_t col, int64_t j0, int64_t bc, bool masked) {
+    constexpr int64_t kLds = NV * kLanes;
+    const int64_t d = p_.head_dim;
+    float* st = st_.data();
+    const float* keys = k_tile(hh);
+    const float* q_t = qt(hh) + col;
+    for_each_block<NV>(bc, [&]<int MR>(int64_t c) {
+      attention_blocks::score_block<MR, NV>(keys + c * ld_packed_, ld_packed_, q_t, row_pad_, d,
+                                            st + c * kLds, kLds);
+    });
+    if (masked) mask_scores<NV>(col, j0, bc);
+    Vec alpha[NV];
+    softmax_update<NV>(max_run(hh) + col, sum_run(hh) + col, bc, alpha);
+    const float* values = v_tile(hh);
+    float* o_t = ot(hh) + col;
+    for_each_block<NV>(d, [&]<int MR>(int64_t i) {
+      attention_blocks::value_block<MR, NV>(values + i, ld_packed_, st, kLds, bc, alpha,
+                                            o_t + i * row_pad_, row_pad_);
+    });
+  }
+
+  // st[c, r] = -inf where row col + r must not see key j0 + c.
+  template <int NV>
+  void mask_scores(int64_t col, int64_t j0, int64_t bc) {
+    const AttentionMask& mask = p_.mask;
+    // Per row, in key offsets relative to j0 (clamped to [-1, bc], exact in float): the last key
+    // the causal mask allows, and the last key before the window.
+    Vec last_causal[NV];
+    Vec before_window[NV];
+    for (int r = 0; r < NV; ++r) {
+      for (int lane = 0; lane < kLanes; ++lane) {
+        const int64_t pos = row_pos_[col + r * kLanes + lane];
+        const int64_t hi = mask.causal ? pos - j0 : bc;
+        const int64_t lo = mask.window.bounded() ? pos - mask.window.window - j0 : -1;
+        last_causal[r][lane] = static_cast<float>(std::clamp<int64_t>(hi, -1, bc));
+        before_window[r][lane] = static_cast<float>(std::clamp<int64_t>(lo, -1, bc));
+      }
+    }
+    const Vec sink = simd::splat(
+        static_cast<float>(std::clamp<int64_t>(mask.window.sink - j0, 0, bc)));
+    float* st = st_.data();
+    for (int64_t c = 0; c < bc; ++c) {
+      const Vec key = simd::splat(static_cast<float>(c));
+      for (int r = 0; r < NV; ++r) {
+        float* s = st + (c * NV + r) * kLanes;
+        const auto visible = (key <= last_causal[r]) & ((key < sink) | (key > before_window[r]));
+        simd::store(s, visible ? simd::load(s) : simd::splat(kNegInf));
+      }
+    }
+  }
+
+  // Online softmax over one key tile, in base 2: new running max, st <- 2^(st - max),
+  // running sum rescaled; alpha = 2^(old max - new max) is the factor for the output accumulator.
+  template <int NV>
+  void softmax_update(float* max_run, float* sum_run, int64_t bc, Vec* alpha) {
+    float* st = st_.data();
+    for (int r = 0; r < NV; ++r) {
+      const Vec old_max = simd::load(max_run + r * kLanes);
+      Vec new_max = old_max;
+      for (int64_t c = 0; c < bc; ++c) {
+        new_max = simd::max(new_max, simd::load(st + (c * NV + r) * kLanes));
+      }
+      // Rows that have seen no key yet keep max -inf; subtracting 0 instead keeps 2^(-inf) = 0.
+      const Vec shift = new_max == kNegInf ? simd::splat(0.f) : new_max;
+      alpha[r] = simd::exp2(old_max - shift);
+      Vec sum = {};
+      for (int64_t c = 0; c < bc; ++c) {
+        float* s = st + (c * NV + r) * kLanes;
+        const Vec prob = simd::exp2(simd::load(s) - shift);
+        simd::store(s, prob);
+        sum += prob;
+      }
+      simd::store(sum_run + r * kLanes, simd::load(sum_run + r * kLanes) * alpha[r] + sum);
+      simd::store(max_run + r * kLanes, new_max);
+    }
+  }
+
+  // out = ot^T / sum, lse = ln 2 * (max + log2 sum); rows that saw no key get 0 and -inf.
+  void store_output(int64_t hh, int64_t t_begin, float* out, float* lse) {
+    const int64_t d = p_.head_dim;
+    const float* o_t = ot(hh);
+    for (int64_t r = 0; r < rows_; ++r) {
+      const int64_t t = t_begin + r / p_.group;
+      const int64_t h = (h_begin_ + hh) * p_.group + r % p_.group;
+      float* dst = out + (t * p_.n_heads + h) * d;
+      const float sum = sum_run(hh)[r];
+      if (sum == 0.f) {
+        std::fill(dst, dst + d, 0.f);
+        lse[t * p_.n_heads + h] = kNegInf;
+        continue;
+      }
+      const float inv_sum = 1.f / sum;
+      for (int64_t i = 0; i < d; ++i) dst[i] = o_t[i * row_pad_ + r] * inv_sum;
+      lse[t * p_.n_heads + h] = kLn2 * (max_run(hh)[r] + std::log2(sum));
+    }
+  }
+
+  const Problem& p_;
+  int64_t h_begin_ = 0;
+  int64_t heads_ = 0;
+  int64_t rows_ = 0;
+  int64_t row_vectors_ = 0;
+  int64_t row_pad_ = 0;
+  int64_t state_stride_ = 0;  // floats of qt / ot per kv head
+  int64_t row_stride_ = 0;    // floats of max_run / sum_run per kv head
+  int64_t ld_packed_ = 0;     // row stride of the packed key and value tiles
+  std::vector<float> qt_;       // [heads, d, row_pad] queries * scale * log2(e), transposed
+  std::vector<float> ot_;       // [heads, d, row_pad] unnormalised outputs, transposed
+  std::vector<float> max_run_;  // [heads, row_pad] running max of base-2 scores
+  std::vector<float> sum_run_;  // [heads, row_pad] running sum of 2^(score - max)
+  std::vector<int64_t> row_pos_;  // [row_pad] causal_offset + query index of each row
+  std::vector<float> k_tile_;   // [heads, key_tile, ld_packed] keys of the current tile
+  std::vector<float> v_tile_;   // [heads, key_tile, ld_packed] values of the current tile
+  std::vector<float> st_;       // [key_tile, NV * kLanes] scores, then probabilities
+};
+
+}  // namespace
+
+void attention_forward(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
+                       int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale,
+                       const AttentionMask& mask, float* out, float* lse) {
+  assert(n_heads > 0 && n_kv_heads > 0 && n_heads % n_kv_heads == 0 && head_dim > 0);
+  if (nq <= 0) return;
+  const int threads = omp_get_max_threads();
+  Problem p{q, k, v, nq, nk, n_heads, n_kv_heads, head_dim, n_heads / n_kv_heads,
+            scale * kLog2e, mask, 0, 1, kKeyTile};
+  // Up to four row-vector groups per kv head share each packed key tile.
+  p.tile_tokens = std::max<int64_t>(1, 4 * kMaxRowVectors * kLanes / p.group);
+  const int64_t n_tiles = ceil_div(nq, p.tile_tokens);
+
+  // Short queries (decoding, Phase 2) are bound by reading K and V once: a task then takes every kv
+  // head, so it streams whole cache rows, and threads split the keys instead; the pieces are merged
+  // with merge_partials.
+  int64_t n_splits = 1;
+  if (n_tiles < std::max(threads, 2)) {
+    p.heads_per_task = n_kv_heads;
+    const int64_t row_bytes = 2 * n_kv_heads * packed_row_floats(head_dim) * int64_t{sizeof(float)};
+    p.key_tile = std::clamp(kPackedTileBytes / row_bytes / kMinKeyTile * kMinKeyTile, kMinKeyTile, kKeyTile);
+    n_splits = std::clamp<int64_t>(ceil_div(2 * threads, n_tiles), 1,
+                                   std::max<int64_t>(1, nk / (8 * p.key_tile)));
+  }
+  const int64_t head_tasks = ceil_div(n_kv_heads, p.heads_per_task);
+  const int64_t split_keys = ceil_div(ceil_div(std::max<int64_t>(nk, 1), n_splits), p.key_tile) * p.key_tile;
+  std::vector<float> part_out;
+  std::vector<float> part_lse;
+  if (n_splits > 1) {
+    part_out.resize(static_cast<size_t>(n_splits * nq * n_heads * head_dim));
+    part_lse.resize(static_cast<size_t>(n_splits * nq * n_heads));
+  }
+
+  const int64_t n_tasks = n_tiles * head_tasks * n_splits;
+  const bool use_threads = threads > 1 && n_tasks > 1 && nq * nk * n_heads * head_dim >= (1 << 15);
+#pragma omp parallel if (use_threads)
+  {
+    TileWorker worker(p);
+    // Later query tiles see more keys under a causal mask: hand them out first.
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t task = 0; task < n_tasks; ++task) {
+      const int64_t tile = n_tiles - 1 - task / (head_tasks * n_splits);
+      const int64_t h_begin = task / n_splits % head_tasks * p.heads_per_task;
+      const int64_t split = task % n_splits;
+      const int64_t t_begin = tile * p.tile_tokens;
+      const int64_t t_end = std::min(nq, t_begin + p.tile_tokens);
+      const int64_t key_begin = std::min(nk, split * split_keys);
+      const int64_t key_end = std::min(nk, key_begin + split_keys);
+      if (n_splits == 1) {
+        worker.run(h_begin, t_begin, t_end, key_begin, key_end, out, lse);
+      } else {
+        worker.run(h_begin, t_begin, t_end, key_begin, key_end,
+                   part_out.data() + split * nq * n_heads * head_dim,
+                   part_lse.data() + split * nq * n_heads);
+      }
+    }
+  }
+  if (n_splits > 1) {
+    merge_partials(part_out.data(), part_lse.data(), n_splits, nq, n_heads, head_dim, out, lse);
+  }
+}
+
+}  // namespace star::cpu

@@ -1,0 +1,102 @@
+// Register-blocked inner loops of the CPU attention kernel.
+//
+// Query rows (pairs of query token and query head) run along the vector lanes. Queries and the
+// output accumulator are kept transposed, [d][rows], so both products of attention become the same
+// pattern: broadcast one element of K or V and multiply it into a vector of rows. K and V are read
+// in place (row stride Hkv * d) and never repacked, which keeps decoding at one pass over the cache.
+#pragma once
+
+#include <cstdint>
+
+#include "simd.h"
+
+namespace star::cpu::attention_blocks {
+
+using simd::kLanes;
+using simd::Vec;
+
+// Row vectors processed together (kLanes query rows each).
+inline constexpr int kMaxRowVectors = simd::kVectorRegisters == 32 ? 4 : 2;
+
+// Block height MR for NV row vectors: MR * NV accumulators, NV row operands and one broadcast fit
+// in the vector registers, with at least 8 accumulators to cover the FMA latency.
+template <int NV>
+inline constexpr int kBlockHeight = NV == 1 ? 12 : NV == 2 ? (kMaxRowVectors == 4 ? 12 : 6) : NV == 3 ? 8 : 6;
+
+// Calls fn.template operator()<MR>(first) for blocks covering [0, count): full blocks of
+// kBlockHeight<NV>, then the remainder in blocks of 8, 4, 2 and 1.
+template <int NV, typename Fn>
+inline void for_each_block(int64_t count, Fn&& fn) {
+  constexpr int kMr = kBlockHeight<NV>;
+  int64_t first = 0;
+  for (; first + kMr <= count; first += kMr) fn.template operator()<kMr>(first);
+  if constexpr (kMr > 8) {
+    if (first + 8 <= count) {
+      fn.template operator()<8>(first);
+      first += 8;
+    }
+  }
+  if constexpr (kMr > 4) {
+    if (first + 4 <= count) {
+      fn.template operator()<4>(first);
+      first += 4;
+    }
+  }
+  if (first + 2 <= count) {
+    fn.template operator()<2>(first);
+    first += 2;
+  }
+  if (first < count) fn.template operator()<1>(first);
+}
+
+// Scores of MR keys against NV * kLanes query rows:
+//   st[m, :] = sum_p k[m * ldk + p] * qt[p * ldq + :]      m < MR, p < d
+// k [MR, d] keys (row stride ldk), qt [d, NV*kLanes] transposed queries, st [MR, NV*kLanes].
+template <int MR, int NV>
+inline void score_block(const float* k, int64_t ldk, const float* qt, int64_t ldq, int64_t d,
+                        float* st, int64_t lds) {
+  Vec acc[MR][NV] = {};
+  for (int64_t p = 0; p < d; ++p) {
+    Vec rows[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) rows[v] = simd::load(qt + p * ldq + v * kLanes);
+#pragma GCC unroll 16
+    for (int m = 0; m < MR; ++m) {
+      const Vec key = simd::splat(k[m * ldk + p]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[m][v] += key * rows[v];
+    }
+  }
+  for (int m = 0; m < MR; ++m) {
+    for (int v = 0; v < NV; ++v) simd::store(st + m * lds + v * kLanes, acc[m][v]);
+  }
+}
+
+// Rescaled accumulation of MR output dimensions over bc keys:
+//   ot[m, :] = alpha * ot[m, :] + sum_c v[c * ldv + m] * pt[c * ldp + :]      m < MR, c < bc
+// v [bc, MR] a column slice of the values (row stride ldv), pt [bc, NV*kLanes] transposed
+// probabilities, alpha [NV] per-row rescale factors, ot [MR, NV*kLanes] (row stride ldo).
+template <int MR, int NV>
+inline void value_block(const float* v, int64_t ldv, const float* pt, int64_t ldp, int64_t bc,
+                        const Vec* alpha, float* ot, int64_t ldo) {
+  Vec acc[MR][NV];
+  for (int m = 0; m < MR; ++m) {
+    for (int r = 0; r < NV; ++r) acc[m][r] = simd::load(ot + m * ldo + r * kLanes) * alpha[r];
+  }
+  for (int64_t c = 0; c < bc; ++c) {
+    Vec probs[NV];
+#pragma GCC unroll 4
+    for (int r = 0; r < NV; ++r) probs[r] = simd::load(pt + c * ldp + r * kLanes);
+#pragma GCC unroll 16
+    for (int m = 0; m < MR; ++m) {
+      const Vec value = simd::splat(v[c * ldv + m]);
+#pragma GCC unroll 4
+      for (int r = 0; r < NV; ++r) acc[m][r] += value * probs[r];
+    }
+  }
+  for (int m = 0; m < MR; ++m) {
+    for (int r = 0; r < NV; ++r) simd::store(ot + m * ldo + r * kLanes, acc[m][r]);
+  }
+}
+
+}  // namespace star::cpu::attention_blocks
