@@ -6,6 +6,7 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "attention_blocks.h"
@@ -79,19 +80,21 @@ TileVisibility classify(const AttentionMask& mask, int64_t pos_first, int64_t po
 // [key_begin, key_end). Rows of one kv head are (token, head in group) pairs, r = t * group + g.
 class TileWorker {
  public:
+  // Scratch is left uninitialised: every task writes what it reads, and zeroing megabytes per call
+  // would show in short decoding steps.
   explicit TileWorker(const Problem& p) : p_(p) {
     const int64_t max_pad = ceil_div(p.tile_tokens * p.group, kLanes) * kLanes;
     state_stride_ = p.head_dim * max_pad;
-    qt_.resize(static_cast<size_t>(p.heads_per_task * state_stride_));
-    ot_.resize(static_cast<size_t>(p.heads_per_task * state_stride_));
-    max_run_.resize(static_cast<size_t>(p.heads_per_task * max_pad));
-    sum_run_.resize(static_cast<size_t>(p.heads_per_task * max_pad));
     row_stride_ = max_pad;
-    row_pos_.resize(static_cast<size_t>(max_pad));
-    st_.resize(static_cast<size_t>(p.key_tile * kMaxRowVectors * kLanes));
     ld_packed_ = packed_row_floats(p.head_dim);
-    k_tile_.resize(static_cast<size_t>(p.heads_per_task * p.key_tile * ld_packed_));
-    v_tile_.resize(static_cast<size_t>(p.heads_per_task * p.key_tile * ld_packed_));
+    qt_ = scratch(p.heads_per_task * state_stride_);
+    ot_ = scratch(p.heads_per_task * state_stride_);
+    max_run_ = scratch(p.heads_per_task * max_pad);
+    sum_run_ = scratch(p.heads_per_task * max_pad);
+    row_pos_ = std::make_unique_for_overwrite<int64_t[]>(static_cast<size_t>(max_pad));
+    st_ = scratch(p.key_tile * kMaxRowVectors * kLanes);
+    k_tile_ = scratch(p.heads_per_task * p.key_tile * ld_packed_);
+    v_tile_ = scratch(p.heads_per_task * p.key_tile * ld_packed_);
   }
 
   // Writes the task's rows of out [nq, Hq, d] and lse [nq, Hq] (attention over its keys only).
@@ -125,12 +128,15 @@ class TileWorker {
   }
 
  private:
-  float* qt(int64_t hh) { return qt_.data() + hh * state_stride_; }
-  float* ot(int64_t hh) { return ot_.data() + hh * state_stride_; }
-  float* max_run(int64_t hh) { return max_run_.data() + hh * row_stride_; }
-  float* sum_run(int64_t hh) { return sum_run_.data() + hh * row_stride_; }
-  const float* k_tile(int64_t hh) const { return k_tile_.data() + hh * p_.key_tile * ld_packed_; }
-  const float* v_tile(int64_t hh) const { return v_tile_.data() + hh * p_.key_tile * ld_packed_; }
+  static std::unique_ptr<float[]> scratch(int64_t n) {
+    return std::make_unique_for_overwrite<float[]>(static_cast<size_t>(n));
+  }
+  float* qt(int64_t hh) { return qt_.get() + hh * state_stride_; }
+  float* ot(int64_t hh) { return ot_.get() + hh * state_stride_; }
+  float* max_run(int64_t hh) { return max_run_.get() + hh * row_stride_; }
+  float* sum_run(int64_t hh) { return sum_run_.get() + hh * row_stride_; }
+  const float* k_tile(int64_t hh) const { return k_tile_.get() + hh * p_.key_tile * ld_packed_; }
+  const float* v_tile(int64_t hh) const { return v_tile_.get() + hh * p_.key_tile * ld_packed_; }
 
   // qt [d, row_pad] = scaled queries of kv head h_begin + hh, transposed; resets its softmax state.
   void load_queries(int64_t hh, int64_t t_begin) {
@@ -165,8 +171,8 @@ class TileWorker {
       for (int64_t hh = 0; hh < heads_; ++hh) {
         const int64_t src = c * ldkv + hh * d;
         const int64_t dst = hh * head_tile + c * ld_packed_;
-        copy_row(k + src, d, k_tile_.data() + dst);
-        copy_row(v + src, d, v_tile_.data() + dst);
+        copy_row(k + src, d, k_tile_.get() + dst);
+        copy_row(v + src, d, v_tile_.get() + dst);
       }
     }
   }
@@ -186,7 +192,7 @@ class TileWorker {
   void attend(int64_t hh, int64_t col, int64_t j0, int64_t bc, bool masked) {
     constexpr int64_t kLds = NV * kLanes;
     const int64_t d = p_.head_dim;
-    float* st = st_.data();
+    float* st = st_.get();
     const float* keys = k_tile(hh);
     const float* q_t = qt(hh) + col;
     for_each_block<NV>(bc, [&]<int MR>(int64_t c) {
@@ -223,7 +229,7 @@ class TileWorker {
     }
     const Vec sink = simd::splat(
         static_cast<float>(std::clamp<int64_t>(mask.window.sink - j0, 0, bc)));
-    float* st = st_.data();
+    float* st = st_.get();
     for (int64_t c = 0; c < bc; ++c) {
       const Vec key = simd::splat(static_cast<float>(c));
       for (int r = 0; r < NV; ++r) {
@@ -238,7 +244,7 @@ class TileWorker {
   // running sum rescaled; alpha = 2^(old max - new max) is the factor for the output accumulator.
   template <int NV>
   void softmax_update(float* max_run, float* sum_run, int64_t bc, Vec* alpha) {
-    float* st = st_.data();
+    float* st = st_.get();
     for (int r = 0; r < NV; ++r) {
       const Vec old_max = simd::load(max_run + r * kLanes);
       Vec new_max = old_max;
@@ -289,14 +295,14 @@ class TileWorker {
   int64_t state_stride_ = 0;  // floats of qt / ot per kv head
   int64_t row_stride_ = 0;    // floats of max_run / sum_run per kv head
   int64_t ld_packed_ = 0;     // row stride of the packed key and value tiles
-  std::vector<float> qt_;       // [heads, d, row_pad] queries * scale * log2(e), transposed
-  std::vector<float> ot_;       // [heads, d, row_pad] unnormalised outputs, transposed
-  std::vector<float> max_run_;  // [heads, row_pad] running max of base-2 scores
-  std::vector<float> sum_run_;  // [heads, row_pad] running sum of 2^(score - max)
-  std::vector<int64_t> row_pos_;  // [row_pad] causal_offset + query index of each row
-  std::vector<float> k_tile_;   // [heads, key_tile, ld_packed] keys of the current tile
-  std::vector<float> v_tile_;   // [heads, key_tile, ld_packed] values of the current tile
-  std::vector<float> st_;       // [key_tile, NV * kLanes] scores, then probabilities
+  std::unique_ptr<float[]> qt_;       // [heads, d, row_pad] queries * scale * log2(e), transposed
+  std::unique_ptr<float[]> ot_;       // [heads, d, row_pad] unnormalised outputs, transposed
+  std::unique_ptr<float[]> max_run_;  // [heads, row_pad] running max of base-2 scores
+  std::unique_ptr<float[]> sum_run_;  // [heads, row_pad] running sum of 2^(score - max)
+  std::unique_ptr<int64_t[]> row_pos_;  // [row_pad] causal_offset + query index of each row
+  std::unique_ptr<float[]> st_;       // [key_tile, NV * kLanes] scores, then probabilities
+  std::unique_ptr<float[]> k_tile_;   // [heads, key_tile, ld_packed] keys of the current tile
+  std::unique_ptr<float[]> v_tile_;   // [heads, key_tile, ld_packed] values of the current tile
 };
 
 }  // namespace
@@ -310,7 +316,7 @@ void attention_forward(const float* q, int64_t nq, const float* k, const float* 
   Problem p{q, k, v, nq, nk, n_heads, n_kv_heads, head_dim, n_heads / n_kv_heads,
             scale * kLog2e, mask, 0, 1, kKeyTile};
   // Up to four row-vector groups per kv head share each packed key tile.
-  p.tile_tokens = std::max<int64_t>(1, 4 * kMaxRowVectors * kLanes / p.group);
+  p.tile_tokens = std::min(nq, std::max<int64_t>(1, 4 * kMaxRowVectors * kLanes / p.group));
   const int64_t n_tiles = ceil_div(nq, p.tile_tokens);
 
   // Short queries (decoding, Phase 2) are bound by reading K and V once: a task then takes every kv
@@ -321,8 +327,10 @@ void attention_forward(const float* q, int64_t nq, const float* k, const float* 
     p.heads_per_task = n_kv_heads;
     const int64_t row_bytes = 2 * n_kv_heads * packed_row_floats(head_dim) * int64_t{sizeof(float)};
     p.key_tile = std::clamp(kPackedTileBytes / row_bytes / kMinKeyTile * kMinKeyTile, kMinKeyTile, kKeyTile);
-    n_splits = std::clamp<int64_t>(ceil_div(2 * threads, n_tiles), 1,
-                                   std::max<int64_t>(1, nk / (8 * p.key_tile)));
+    if (threads > 1) {
+      n_splits = std::clamp<int64_t>(ceil_div(2 * threads, n_tiles), 1,
+                                     std::max<int64_t>(1, nk / (8 * p.key_tile)));
+    }
   }
   const int64_t head_tasks = ceil_div(n_kv_heads, p.heads_per_task);
   const int64_t split_keys = ceil_div(ceil_div(std::max<int64_t>(nk, 1), n_splits), p.key_tile) * p.key_tile;
