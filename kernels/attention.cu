@@ -226,6 +226,19 @@ Result<int64_t> choose_splits(int64_t blocks, int64_t nk) {
   return std::min((wanted + blocks - 1) / blocks, nk / kMinKeysPerSplit);
 }
 
+Status keep_freed_scratch() {
+  int device = 0;
+  cudaMemPool_t pool = nullptr;
+  if (Status s = cuda_status(cudaGetDevice(&device), "cudaGetDevice"); !s.ok()) return s;
+  if (Status s = cuda_status(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
+      !s.ok()) {
+    return s;
+  }
+  uint64_t keep_everything = UINT64_MAX;
+  return cuda_status(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_everything),
+                     "cudaMemPoolSetAttribute(release threshold)");
+}
+
 template <typename KV>
 Status attention(const float* q, int64_t nq, const KV* k, const KV* v, int64_t nk, int64_t n_heads,
                  int64_t n_kv_heads, int64_t head_dim, float scale, const AttentionMask& mask,
@@ -263,7 +276,10 @@ Status attention(const float* q, int64_t nq, const KV* k, const KV* v, int64_t n
                   static_cast<unsigned>(splits));
   if (splits == 1) return launch_kernel(p, k, v, grid, stream);
 
-  // Each split writes its own (out, lse) into scratch; merge_partials combines them.
+  // Each split writes its own (out, lse) into scratch from the stream-ordered pool; merge_partials
+  // combines them. Decoding asks for this scratch every layer of every token, so the pool keeps
+  // what is freed (by default it returns memory to the driver at each synchronization).
+  if (Status s = keep_freed_scratch(); !s.ok()) return s;
   const int64_t out_floats = nq * n_heads * head_dim;
   const int64_t lse_floats = nq * n_heads;
   void* scratch = nullptr;

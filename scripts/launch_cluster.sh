@@ -87,7 +87,7 @@ if [ -n "$wrap" ]; then read -r -a wrap_words <<<"$wrap"; cmd+=("${wrap_words[@]
 cmd+=("$tool" "$@")
 
 if [ $dry_run -eq 1 ]; then
-  printf '%q ' "${cmd[@]}"; echo
+  printf '%q' "${cmd[0]}"; printf ' %q' "${cmd[@]:1}"; echo
   exit 0
 fi
 echo "launch_cluster: $ranks ranks on $nodes node(s), $gpus_per_node per node" >&2

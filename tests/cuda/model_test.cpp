@@ -43,7 +43,9 @@ Models tiny_models(bool tied) {
   if (!loaded.ok()) testing::die_on_setup(loaded.status());
   auto gpu = cuda::DeviceLlamaModel::create(loaded->config, loaded->weights);
   if (!gpu.ok()) testing::die_on_setup(gpu.status());
-  return {std::move(*gpu), std::make_unique<LlamaModel>(loaded->config, std::move(loaded->weights))};
+  auto cpu = LlamaModel::create(loaded->config, std::move(loaded->weights));
+  if (!cpu.ok()) testing::die_on_setup(cpu.status());
+  return {std::move(*gpu), std::make_unique<LlamaModel>(std::move(*cpu))};
 }
 
 std::vector<int32_t> iota_from(int32_t first, size_t n) {
@@ -147,6 +149,33 @@ TEST_F(CudaModel, Phase2OnTheGpuOverACpuEncodedShardMatchesTheCpu) {
     ASSERT_TRUE(cpu_logits.ok() && gpu_logits.ok()) << gpu_logits.status().to_string();
     expect_close_logits(*gpu_logits, *cpu_logits);
   }
+}
+
+TEST_F(CudaModel, StarBlockAfterAnAnchorMatchesTheCpu) {
+  Models m = tiny_models(true);
+  const LlamaConfig& c = m.cpu->config();
+  const AttentionShape shape = AttentionShape::of(c);
+  // Anchor: the first 8 context tokens at positions 0..7; block: 12 tokens at positions 24..35.
+  const auto anchor = some_tokens(8, c.vocab_size);
+  const auto block = some_tokens(12, c.vocab_size);
+  KvCache cpu_prefix(c.n_layers, c.n_kv_heads, c.head_dim), cpu_shard(c.n_layers, c.n_kv_heads, c.head_dim);
+  auto gpu_prefix = cuda::DeviceKvCache::create(c.n_layers, c.n_kv_heads, c.head_dim, 8);
+  auto gpu_shard = cuda::DeviceKvCache::create(c.n_layers, c.n_kv_heads, c.head_dim, 12);
+  ASSERT_TRUE(gpu_prefix.ok() && gpu_shard.ok());
+
+  LocalCausalAttention cpu_extend(shape, cpu_prefix);
+  cuda::DeviceCausalAttention gpu_extend(shape, *gpu_prefix);
+  ASSERT_TRUE(m.cpu->forward(anchor, iota_from(0, 8), cpu_extend, 0).ok());
+  ASSERT_TRUE(m.gpu->forward(anchor, iota_from(0, 8), gpu_extend, 0).ok());
+
+  PrefixedBlockAttention cpu_block(shape, cpu_prefix, cpu_shard);
+  cuda::DevicePrefixedBlockAttention gpu_block(shape, *gpu_prefix, *gpu_shard);
+  auto cpu_logits = m.cpu->forward(block, iota_from(24, 12), cpu_block, 12);
+  auto gpu_logits = m.gpu->forward(block, iota_from(24, 12), gpu_block, 12);
+  ASSERT_TRUE(cpu_logits.ok() && gpu_logits.ok()) << gpu_logits.status().to_string();
+  expect_close_logits(*gpu_logits, *cpu_logits);
+  EXPECT_EQ(gpu_prefix->tokens(), 8);   // the anchor is read, never extended by the block
+  EXPECT_EQ(gpu_shard->tokens(), 12);   // only the block's KV enters the shard
 }
 
 TEST_F(CudaModel, BadTokenIdIsRejectedWithItsValue) {

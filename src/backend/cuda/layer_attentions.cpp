@@ -58,6 +58,54 @@ Status DeviceCausalAttention::attend(int64_t layer, const float* q, const float*
                            causal_from(first_, window_), out, lse_.data(), stream);
 }
 
+DevicePrefixedBlockAttention::DevicePrefixedBlockAttention(AttentionShape shape,
+                                                           const DeviceKvCache& prefix,
+                                                           DeviceKvCache& shard, AttentionWindow window)
+    : shape_(shape), prefix_(prefix), shard_(shard), window_(window) {}
+
+Status DevicePrefixedBlockAttention::begin(int64_t n_new, cudaStream_t stream) {
+  Result<int64_t> first = shard_.grow(n_new, stream);
+  if (!first.ok()) return first.status();
+  first_ = *first;
+  if (Status s = ensure_floats(partial_out_, 2 * n_new * shape_.q_floats()); !s.ok()) return s;
+  if (Status s = ensure_floats(partial_lse_, 2 * n_new * shape_.n_heads); !s.ok()) return s;
+  return ensure_floats(lse_, n_new * shape_.n_heads);
+}
+
+Status DevicePrefixedBlockAttention::attend(int64_t layer, const float* q, const float* k,
+                                            const float* v, int64_t n, float* out,
+                                            cudaStream_t stream) {
+  if (Status s = store_rows(shard_, layer, first_, k, v, n, stream); !s.ok()) return s;
+  const int64_t row = shard_.row_elements();
+  const __nv_bfloat16* block_keys = shard_.keys(layer) + first_ * row;
+  const __nv_bfloat16* block_values = shard_.values(layer) + first_ * row;
+  const int64_t np = prefix_.tokens();
+  if (np == 0) {
+    return attention_forward(q, n, block_keys, block_values, n, shape_.n_heads, shape_.n_kv_heads,
+                             shape_.head_dim, scale_of(shape_), causal_from(0, window_), out,
+                             lse_.data(), stream);
+  }
+  // The prefix precedes every block token (no mask); the block is causal; merge the two.
+  float* out_prefix = partial_out_.data();
+  float* out_block = partial_out_.data() + n * shape_.q_floats();
+  float* lse_prefix = partial_lse_.data();
+  float* lse_block = partial_lse_.data() + n * shape_.n_heads;
+  if (Status s = attention_forward(q, n, prefix_.keys(layer), prefix_.values(layer), np,
+                                   shape_.n_heads, shape_.n_kv_heads, shape_.head_dim,
+                                   scale_of(shape_), AttentionMask{}, out_prefix, lse_prefix, stream);
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = attention_forward(q, n, block_keys, block_values, n, shape_.n_heads,
+                                   shape_.n_kv_heads, shape_.head_dim, scale_of(shape_),
+                                   causal_from(0, {}), out_block, lse_block, stream);
+      !s.ok()) {
+    return s;
+  }
+  return merge_partials(partial_out_.data(), partial_lse_.data(), 2, n, shape_.n_heads,
+                        shape_.head_dim, out, lse_.data(), stream);
+}
+
 DeviceShardedQueryAttention::DeviceShardedQueryAttention(AttentionShape shape, Communicator& comm,
                                                          DeviceKvCache& shard, bool is_query_host,
                                                          AttentionWindow window)

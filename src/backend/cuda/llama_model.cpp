@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "star/backend/cpu/rope.h"
 #include "star/backend/cuda/convert.h"
@@ -63,14 +64,15 @@ Status DeviceLlamaModel::reserve_activations(int64_t n) {
   if (n <= capacity_) return ok_status();
   const LlamaConfig& c = config_;
   const int64_t widest = std::max({c.dim, c.hidden_dim, c.q_dim()});
-  const Status statuses[] = {
-      ensure(tokens_, n),          ensure(positions_, n),       ensure(x_, n * c.dim),
-      ensure(h_, n * c.dim),       ensure(q_, n * c.q_dim()),   ensure(k_, n * c.kv_dim()),
-      ensure(v_, n * c.kv_dim()),  ensure(att_, n * c.q_dim()), ensure(gate_, n * c.hidden_dim),
-      ensure(up_, n * c.hidden_dim), ensure(act_bf16_, n * widest)};
-  for (const Status& s : statuses) {
-    if (!s.ok()) return s;
+  const std::pair<DeviceBuffer<float>*, int64_t> rows_of_width[] = {
+      {&x_, c.dim},      {&h_, c.dim},        {&q_, c.q_dim()},       {&att_, c.q_dim()},
+      {&k_, c.kv_dim()}, {&v_, c.kv_dim()},   {&gate_, c.hidden_dim}, {&up_, c.hidden_dim}};
+  for (const auto& [buffer, width] : rows_of_width) {
+    if (Status s = ensure(*buffer, n * width); !s.ok()) return s;
   }
+  if (Status s = ensure(tokens_, n); !s.ok()) return s;
+  if (Status s = ensure(positions_, n); !s.ok()) return s;
+  if (Status s = ensure(act_bf16_, n * widest); !s.ok()) return s;
   capacity_ = n;
   return ok_status();
 }
@@ -116,27 +118,28 @@ Status DeviceLlamaModel::forward_on_device(std::span<const int32_t> tokens,
   }
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const DeviceLayerWeights& w = weights_.layers[static_cast<size_t>(l)];
-    const Status attention_input[] = {
-        rms_norm(x, n, dim, w.attn_norm.data(), eps, h, stream_),
-        linear(h, n, dim, w.wq.data(), qd, q, false),
-        linear(h, n, dim, w.wk.data(), kvd, k, false),
-        linear(h, n, dim, w.wv.data(), kvd, v, false),
-        apply_rope(q, n, c.n_heads, c.head_dim, positions_.data(), inv_freq_.data(), c.rope_layout, stream_),
-        apply_rope(k, n, c.n_kv_heads, c.head_dim, positions_.data(), inv_freq_.data(), c.rope_layout, stream_)};
-    for (const Status& s : attention_input) {
-      if (!s.ok()) return s;
+    if (Status s = rms_norm(x, n, dim, w.attn_norm.data(), eps, h, stream_); !s.ok()) return s;
+    if (Status s = linear(h, n, dim, w.wq.data(), qd, q, false); !s.ok()) return s;
+    if (Status s = linear(h, n, dim, w.wk.data(), kvd, k, false); !s.ok()) return s;
+    if (Status s = linear(h, n, dim, w.wv.data(), kvd, v, false); !s.ok()) return s;
+    if (Status s = apply_rope(q, n, c.n_heads, c.head_dim, positions_.data(), inv_freq_.data(),
+                              c.rope_layout, stream_);
+        !s.ok()) {
+      return s;
+    }
+    if (Status s = apply_rope(k, n, c.n_kv_heads, c.head_dim, positions_.data(), inv_freq_.data(),
+                              c.rope_layout, stream_);
+        !s.ok()) {
+      return s;
     }
     if (Status s = attention.attend(l, q, k, v, n, att, stream_); !s.ok()) return s;
-    const Status rest_of_layer[] = {
-        linear(att, n, qd, w.wo.data(), dim, x, true),
-        rms_norm(x, n, dim, w.ffn_norm.data(), eps, h, stream_),
-        linear(h, n, dim, w.w_gate.data(), hid, gate, false),
-        linear(h, n, dim, w.w_up.data(), hid, up, false),
-        swiglu(gate, up, n * hid, gate, stream_),
-        linear(gate, n, hid, w.w_down.data(), dim, x, true)};
-    for (const Status& s : rest_of_layer) {
-      if (!s.ok()) return s;
-    }
+    if (Status s = linear(att, n, qd, w.wo.data(), dim, x, true); !s.ok()) return s;
+
+    if (Status s = rms_norm(x, n, dim, w.ffn_norm.data(), eps, h, stream_); !s.ok()) return s;
+    if (Status s = linear(h, n, dim, w.w_gate.data(), hid, gate, false); !s.ok()) return s;
+    if (Status s = linear(h, n, dim, w.w_up.data(), hid, up, false); !s.ok()) return s;
+    if (Status s = swiglu(gate, up, n * hid, gate, stream_); !s.ok()) return s;
+    if (Status s = linear(gate, n, hid, w.w_down.data(), dim, x, true); !s.ok()) return s;
   }
   if (logit_rows == 0) return ok_status();
   const float* last = x + (n - logit_rows) * dim;

@@ -23,7 +23,8 @@ namespace star::cuda {
 // softmax in registers; dot products and the P·V product run in float32 on the CUDA cores.
 // Key tiles no row of the block sees are skipped. When (row tiles x kv heads) would leave most
 // multiprocessors idle (decoding, short queries over a long shard), the key range is split too and
-// the pieces merged with merge_partials on a stream-ordered scratch allocation.
+// the pieces merged with merge_partials, in scratch from the device's default stream-ordered
+// memory pool (whose release threshold this sets to keep freed memory for the next call).
 Status attention_forward(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
                          int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale,
                          const AttentionMask& mask, float* out, float* lse, cudaStream_t stream);

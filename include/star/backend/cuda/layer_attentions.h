@@ -1,7 +1,9 @@
 // The DeviceLayerAttention implementations, the GPU twins of star/attention/layer_attentions.h:
 //
 //   DeviceCausalAttention        append to one device cache, attend to all of it causally
-//                                (single-GPU prefill and decoding, dense Phase 1).
+//                                (single-GPU prefill and decoding, dense Phase 1, prefix steps).
+//   DevicePrefixedBlockAttention attend to a read-only prefix (anchor / sink + summaries) without
+//                                mask and causally to the block; only the block's KV enters the shard.
 //   DeviceShardedQueryAttention  Phase 2: attend to the local shard (the query host also to the
 //                                query and generated tokens, causally), all-gather the packed
 //                                (out, lse) of every rank, merge on the device.
@@ -31,6 +33,26 @@ class DeviceCausalAttention final : public DeviceLayerAttention {
   AttentionWindow window_;
   int64_t first_ = 0;
   DeviceBuffer<float> lse_;
+};
+
+class DevicePrefixedBlockAttention final : public DeviceLayerAttention {
+ public:
+  // window applies to the block's own keys when the prefix is empty (StreamingLLM), as on the CPU.
+  DevicePrefixedBlockAttention(AttentionShape shape, const DeviceKvCache& prefix, DeviceKvCache& shard,
+                               AttentionWindow window = {});
+  Status begin(int64_t n_new, cudaStream_t stream) override;
+  Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n,
+                float* out, cudaStream_t stream) override;
+
+ private:
+  AttentionShape shape_;
+  const DeviceKvCache& prefix_;
+  DeviceKvCache& shard_;
+  AttentionWindow window_;
+  int64_t first_ = 0;
+  DeviceBuffer<float> partial_out_;  // [2, n, Hq, d]: prefix, block
+  DeviceBuffer<float> partial_lse_;  // [2, n, Hq]
+  DeviceBuffer<float> lse_;          // [n, Hq]
 };
 
 class DeviceShardedQueryAttention final : public DeviceLayerAttention {
