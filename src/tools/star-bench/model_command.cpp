@@ -106,9 +106,11 @@ int run_model_command(const ModelCommandOptions& o) {
               static_cast<long long>(prompt_tokens), prompt_tokens / prefill, prefill_gflops,
               static_cast<long long>(prompt_tokens), static_cast<long long>(c.hidden_dim),
               static_cast<long long>(c.dim), sgemm, 100 * prefill_gflops / sgemm);
-  std::printf("| decode %lld tokens | %.2f tokens/s, %.2f GB/s | copy: %.2f GB/s | %.0f%% |\n",
+  std::printf("| decode %lld tokens | %.2f tokens/s, %.2f GB/s read | memcpy: %.2f GB/s copied | %.0f%% |\n",
               static_cast<long long>(decode_tokens), decode_tokens / decode, decode_gbps, copy,
               100 * decode_gbps / copy);
+  std::printf("| | | memcpy, STREAM convention (read + write): %.2f GB/s | %.0f%% |\n", 2 * copy,
+              100 * decode_gbps / (2 * copy));
   return 0;
 }
 
