@@ -95,7 +95,9 @@ TEST(GgufToHf, SameLogitsThroughBothLayouts) {
   ASSERT_EQ(la.size(), lb.size());
   float worst = 0;
   for (size_t i = 0; i < la.size(); ++i) worst = std::max(worst, std::abs(la[i] - lb[i]));
-  EXPECT_LT(worst, 1e-5f);
+  // The layouts pair the rotated dimensions differently, so the q·k sums run in another order; on
+  // the SSE build (the sanitizer variant) that reaches 1.1e-5 on logits of magnitude ~18.
+  EXPECT_LT(worst, 2e-5f);
 }
 
 }  // namespace
