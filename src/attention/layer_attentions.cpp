@@ -8,13 +8,14 @@
 #include "star/attention/merge.h"
 #include "star/backend/cpu/attention.h"
 #include "star/common/cpu_clock.h"
+#include "star/dist/ring_pass.h"
 
 namespace star {
 namespace {
 
 // out [n, Hq, d], lse [n, Hq] of q against rows [first, first + rows) of one cache layer.
 void attend_rows(const AttentionShape& s, const float* q, int64_t n, const float* keys, const float* values,
-                 int64_t first, int64_t rows, const cpu::AttentionMask& mask, float* out, float* lse) {
+                 int64_t first, int64_t rows, const AttentionMask& mask, float* out, float* lse) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
   cpu::attention_forward(q, n, keys + first * s.kv_floats(), values + first * s.kv_floats(), rows, s.n_heads,
                          s.n_kv_heads, s.head_dim, scale, mask, out, lse);
@@ -26,8 +27,8 @@ void store_rows(KvCache& cache, int64_t layer, int64_t first, const float* k, co
   std::memcpy(cache.values(layer) + first * cache.row_floats(), v, bytes);
 }
 
-cpu::AttentionMask causal_from(int64_t offset, AttentionWindow window = {}) {
-  cpu::AttentionMask m;
+AttentionMask causal_from(int64_t offset, AttentionWindow window = {}) {
+  AttentionMask m;
   m.causal = true;
   m.causal_offset = offset;
   m.window = window;
@@ -78,7 +79,7 @@ Status PrefixedBlockAttention::attend(int64_t layer, const float* q, const float
   float* out_block = partial_out_.data() + n * shape_.q_floats();
   float* lse_prefix = partial_lse_.data();
   float* lse_block = partial_lse_.data() + n * shape_.n_heads;
-  attend_rows(shape_, q, n, prefix_.keys(layer), prefix_.values(layer), 0, np, cpu::AttentionMask{}, out_prefix,
+  attend_rows(shape_, q, n, prefix_.keys(layer), prefix_.values(layer), 0, np, AttentionMask{}, out_prefix,
               lse_prefix);
   attend_rows(shape_, q, n, shard_.keys(layer), shard_.values(layer), first_, n, causal_from(0), out_block,
               lse_block);
@@ -127,7 +128,7 @@ Status RingSegmentAttention::attend(int64_t layer, const float* q, const float* 
     const int64_t rows = segment_tokens_[source];
     if (source > me || rows == 0) return ok_status();  // later segments are causally invisible
     const double t0 = process_cpu_seconds();
-    attend_rows(shape_, q, n, kv.data(), kv.data() + rows * kvf, 0, rows, cpu::AttentionMask{},
+    attend_rows(shape_, q, n, kv.data(), kv.data() + rows * kvf, 0, rows, AttentionMask{},
                 partial_out_.data() + next * n * qf, partial_lse_.data() + next * n * H);
     attending += process_cpu_seconds() - t0;
     ++next;
@@ -167,7 +168,7 @@ Status ShardedQueryAttention::attend(int64_t layer, const float* q, const float*
   } else {
     // A remote shard lies wholly before every query token: no mask (the reference code's
     // bottom-right causal mask here would hide the shard's last tokens from early query tokens).
-    attend_rows(shape_, q, n, shard_.keys(layer), shard_.values(layer), 0, shard_.tokens(), cpu::AttentionMask{},
+    attend_rows(shape_, q, n, shard_.keys(layer), shard_.values(layer), 0, shard_.tokens(), AttentionMask{},
                 local_out, local_lse);
   }
   const int P = comm_.size();

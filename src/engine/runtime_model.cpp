@@ -41,7 +41,9 @@ Result<RuntimeModel> open_model(const std::filesystem::path& path) {
       config.eos_token_ids.push_back(id);
     }
   }
-  out.llama = std::make_unique<LlamaModel>(std::move(config), std::move(loaded->weights));
+  Result<LlamaModel> llama = LlamaModel::create(std::move(config), std::move(loaded->weights));
+  if (!llama.ok()) return Status(llama.status().code(), path.string() + ": " + llama.status().message());
+  out.llama = std::make_unique<LlamaModel>(std::move(*llama));
   return out;
 }
 

@@ -96,6 +96,9 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.se
 int32_t Sampler::sample(std::span<const float> logits) {
   assert(!logits.empty());
   if (params_.temperature == 0.f) return argmax(logits);
+  // One draw per sampling call whatever happens below, so the sequence a seed gives never shifts.
+  // 53 random bits -> u in [0, 1): the same on every platform, unlike std::uniform_real_distribution.
+  const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53;
 
   candidates_.resize(logits.size());
   auto first = candidates_.begin();
@@ -128,13 +131,10 @@ int32_t Sampler::sample(std::span<const float> logits) {
     total = 0.0;
     for (auto it = first; it != last; ++it) total += it->weight;
   }
-  return draw(std::span<const Candidate>(&*first, static_cast<size_t>(last - first)), total);
+  return draw(std::span<const Candidate>(&*first, static_cast<size_t>(last - first)), u * total);
 }
 
-int32_t Sampler::draw(std::span<const Candidate> kept, double total) {
-  // 53 random bits -> u in [0, 1): the same on every platform, unlike std::uniform_real_distribution.
-  const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53;
-  const double target = u * total;
+int32_t Sampler::draw(std::span<const Candidate> kept, double target) {
   double cumulative = 0.0;
   for (const Candidate& c : kept) {
     cumulative += c.weight;

@@ -9,10 +9,14 @@
 
 namespace star {
 
-LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights)
-    : config_(std::move(config)),
-      weights_(std::move(weights)),
-      rope_(config_.head_dim, config_.rope_theta, config_.rope_scaling) {}
+Result<LlamaModel> LlamaModel::create(LlamaConfig config, LlamaWeights weights) {
+  Result<cpu::RopeTable> rope = cpu::RopeTable::create(config.head_dim, config.rope_theta, config.rope_scaling);
+  if (!rope.ok()) return rope.status();
+  return LlamaModel(std::move(config), std::move(weights), std::move(*rope));
+}
+
+LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, cpu::RopeTable rope)
+    : config_(std::move(config)), weights_(std::move(weights)), rope_(std::move(rope)) {}
 
 Result<std::vector<float>> LlamaModel::forward(std::span<const int32_t> tokens,
                                                std::span<const int32_t> positions,
@@ -39,10 +43,10 @@ Result<std::vector<float>> LlamaModel::forward(std::span<const int32_t> tokens,
   std::vector<float> x(n * dim), h(n * dim), q(n * qd), k(n * kvd), v(n * kvd), att(n * qd);
   std::vector<float> gate(n * hid), up(n * hid);
 
-  cpu::embedding(weights_.embed.data, dim, tokens.data(), n, x.data());
+  cpu::embedding_lookup(weights_.embed.data, c.vocab_size, dim, tokens.data(), n, x.data());
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const LlamaLayerWeights& w = weights_.layers[l];
-    cpu::rms_norm(x.data(), w.attn_norm.data, n, dim, static_cast<float>(c.rms_norm_eps), h.data());
+    cpu::rms_norm(x.data(), n, dim, w.attn_norm.data, static_cast<float>(c.rms_norm_eps), h.data());
     cpu::matmul_nt(h.data(), n, dim, w.wq.data, qd, q.data());
     cpu::matmul_nt(h.data(), n, dim, w.wk.data, kvd, k.data());
     cpu::matmul_nt(h.data(), n, dim, w.wv.data, kvd, v.data());
@@ -51,7 +55,7 @@ Result<std::vector<float>> LlamaModel::forward(std::span<const int32_t> tokens,
     if (Status s = attention.attend(l, q.data(), k.data(), v.data(), n, att.data()); !s.ok()) return s;
     cpu::matmul_nt(att.data(), n, qd, w.wo.data, dim, x.data(), /*accumulate=*/true);
 
-    cpu::rms_norm(x.data(), w.ffn_norm.data, n, dim, static_cast<float>(c.rms_norm_eps), h.data());
+    cpu::rms_norm(x.data(), n, dim, w.ffn_norm.data, static_cast<float>(c.rms_norm_eps), h.data());
     cpu::matmul_nt(h.data(), n, dim, w.w_gate.data, hid, gate.data());
     cpu::matmul_nt(h.data(), n, dim, w.w_up.data, hid, up.data());
     cpu::swiglu(gate.data(), up.data(), n * hid, gate.data());
@@ -61,8 +65,7 @@ Result<std::vector<float>> LlamaModel::forward(std::span<const int32_t> tokens,
   std::vector<float> logits(logit_rows * c.vocab_size);
   if (logit_rows > 0) {
     const float* last = x.data() + (n - logit_rows) * dim;
-    cpu::rms_norm(last, weights_.final_norm.data, logit_rows, dim, static_cast<float>(c.rms_norm_eps),
-                  h.data());
+    cpu::rms_norm(last, logit_rows, dim, weights_.final_norm.data, static_cast<float>(c.rms_norm_eps), h.data());
     cpu::matmul_nt(h.data(), logit_rows, dim, weights_.lm_head.data, c.vocab_size, logits.data());
   }
   return logits;

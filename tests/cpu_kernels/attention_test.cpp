@@ -48,6 +48,13 @@ std::vector<Case> cases() {
   all.push_back({"decode_causal", 1, 1000, 8, 2, 128, causal(999)});
   all.push_back({"decode_no_mask", 1, 97, 32, 8, 64, {}});
   all.push_back({"decode_window", 1, 777, 4, 1, 64, causal(776, 4, 128)});
+  // Decoding shapes: a kv head with 1 to 4 query rows takes the row-major path when head_dim
+  // fills whole vectors.
+  all.push_back({"decode_mha_d8", 1, 300, 4, 4, 8, causal(299)});
+  all.push_back({"decode_gqa2_window", 1, 500, 8, 4, 64, causal(499, 16, 100)});
+  all.push_back({"decode_group_of_3", 1, 200, 6, 2, 128, {}});
+  all.push_back({"two_tokens_first_sees_nothing", 2, 50, 4, 2, 64, causal(-1)});
+  all.push_back({"decode_head_dim_12", 1, 100, 4, 2, 12, causal(99)});
   all.push_back({"empty_keys", 3, 0, 4, 2, 64, {}});
   all.push_back({"empty_keys_causal", 3, 0, 4, 2, 64, causal(0)});
   all.push_back({"wide_group_40_heads_per_kv", 7, 150, 40, 1, 8, causal(143)});

@@ -87,10 +87,11 @@ TEST(GgufToHf, SameLogitsThroughBothLayouts) {
   Result<LoadedModel> converted = load_model(hf.path());
   ASSERT_TRUE(converted.ok()) << converted.status().to_string();
   EXPECT_EQ(converted->config.rope_layout, RopeLayout::kHalf);
-  const LlamaModel a(gguf->config, std::move(gguf->weights));
-  const LlamaModel b(converted->config, std::move(converted->weights));
+  Result<LlamaModel> a = LlamaModel::create(gguf->config, std::move(gguf->weights));
+  Result<LlamaModel> b = LlamaModel::create(converted->config, std::move(converted->weights));
+  ASSERT_TRUE(a.ok() && b.ok());
   const std::vector<int32_t> ids = {1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426};
-  const std::vector<float> la = logits_of(a, ids), lb = logits_of(b, ids);
+  const std::vector<float> la = logits_of(*a, ids), lb = logits_of(*b, ids);
   ASSERT_EQ(la.size(), lb.size());
   float worst = 0;
   for (size_t i = 0; i < la.size(); ++i) worst = std::max(worst, std::abs(la[i] - lb[i]));

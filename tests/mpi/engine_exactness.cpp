@@ -153,7 +153,7 @@ TEST_F(EngineExactness, MergeOfAnySplitEqualsAttentionOverTheWholeSet) {
 
     std::vector<float> whole(merged.size()), lse(nq * shape.n_heads);
     cpu::attention_forward(q.data(), nq, k.data(), v.data(), total, shape.n_heads, shape.n_kv_heads, shape.head_dim,
-                           1.f / std::sqrt(16.f), cpu::AttentionMask{}, whole.data(), lse.data());
+                           1.f / std::sqrt(16.f), AttentionMask{}, whole.data(), lse.data());
     EXPECT_LT(max_abs_diff(merged, whole), 1e-5f) << "trial " << trial;
   }
 }

@@ -172,6 +172,22 @@ TEST(Sampler, SameSeedSameSequence) {
   EXPECT_NE(seq_a, seq_other);
 }
 
+TEST(Sampler, EveryCallConsumesOneDraw) {
+  // Whatever a call's logits (here: nothing drawable, or a single kept token), the next call sees
+  // the same generator state as a sampler that sampled ordinary logits instead.
+  const auto logits = random_logits(1000, 10, 1.f);
+  const std::vector<float> all_masked(1000, -std::numeric_limits<float>::infinity());
+  std::vector<float> one_hot(1000, 0.f);
+  one_hot[5] = 1e6f;
+  const SamplingParams params{1.f, 0, 1.f, 77};
+  Sampler a(params), b(params);
+  for (int i = 0; i < 50; ++i) {
+    (void)a.sample(i % 2 ? all_masked : one_hot);
+    (void)b.sample(logits);
+    ASSERT_EQ(a.sample(logits), b.sample(logits)) << "call " << i;
+  }
+}
+
 TEST(Sampler, NonFiniteLogits) {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();

@@ -24,8 +24,8 @@ Status validate_sampling(const SamplingParams& params);
 // Picks tokens for one sequence. Greedy (temperature 0) takes the largest logit, ties to the lowest
 // id. Otherwise: logits / temperature, keep the top_k largest, softmax, keep the smallest prefix
 // (by probability descending, ties by id ascending) whose mass reaches top_p, renormalise, and draw.
-// Each sampling call consumes exactly one number from the generator, so a seed fixes the sequence;
-// results are identical across runs. NaN logits are never chosen.
+// Every call with temperature > 0 consumes exactly one number from the generator, so a seed fixes
+// the sequence; results are identical across runs. NaN logits are never chosen (unless all are NaN: id 0).
 class Sampler {
  public:
   // params must pass validate_sampling.
@@ -41,7 +41,8 @@ class Sampler {
     int32_t id;
   };
 
-  int32_t draw(std::span<const Candidate> kept, double total);
+  // The first candidate whose cumulative weight exceeds target (target < total weight of kept).
+  static int32_t draw(std::span<const Candidate> kept, double target);
 
   SamplingParams params_;
   std::mt19937_64 rng_;

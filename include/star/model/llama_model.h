@@ -22,7 +22,8 @@ namespace star {
 
 class LlamaModel {
  public:
-  LlamaModel(LlamaConfig config, LlamaWeights weights);
+  // Fails when the configuration cannot drive RoPE (odd head_dim, bad scaling factors).
+  static Result<LlamaModel> create(LlamaConfig config, LlamaWeights weights);
 
   const LlamaConfig& config() const { return config_; }
   const LlamaWeights& weights() const { return weights_; }
@@ -34,6 +35,8 @@ class LlamaModel {
                                      LayerAttention& attention, int64_t logit_rows = 1) const;
 
  private:
+  LlamaModel(LlamaConfig config, LlamaWeights weights, cpu::RopeTable rope);
+
   LlamaConfig config_;
   LlamaWeights weights_;
   cpu::RopeTable rope_;

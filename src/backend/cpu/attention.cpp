@@ -6,6 +6,7 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "attention_blocks.h"
@@ -16,6 +17,7 @@ namespace star::cpu {
 namespace {
 
 using attention_blocks::for_each_block;
+using attention_blocks::kMaxDecodeRows;
 using attention_blocks::kMaxRowVectors;
 using simd::kLanes;
 using simd::Vec;
@@ -79,19 +81,21 @@ TileVisibility classify(const AttentionMask& mask, int64_t pos_first, int64_t po
 // [key_begin, key_end). Rows of one kv head are (token, head in group) pairs, r = t * group + g.
 class TileWorker {
  public:
+  // Scratch is left uninitialised: every task writes what it reads, and zeroing megabytes per call
+  // would show in short decoding steps.
   explicit TileWorker(const Problem& p) : p_(p) {
     const int64_t max_pad = ceil_div(p.tile_tokens * p.group, kLanes) * kLanes;
     state_stride_ = p.head_dim * max_pad;
-    qt_.resize(static_cast<size_t>(p.heads_per_task * state_stride_));
-    ot_.resize(static_cast<size_t>(p.heads_per_task * state_stride_));
-    max_run_.resize(static_cast<size_t>(p.heads_per_task * max_pad));
-    sum_run_.resize(static_cast<size_t>(p.heads_per_task * max_pad));
     row_stride_ = max_pad;
-    row_pos_.resize(static_cast<size_t>(max_pad));
-    st_.resize(static_cast<size_t>(p.key_tile * kMaxRowVectors * kLanes));
     ld_packed_ = packed_row_floats(p.head_dim);
-    k_tile_.resize(static_cast<size_t>(p.heads_per_task * p.key_tile * ld_packed_));
-    v_tile_.resize(static_cast<size_t>(p.heads_per_task * p.key_tile * ld_packed_));
+    qt_ = scratch(p.heads_per_task * state_stride_);
+    ot_ = scratch(p.heads_per_task * state_stride_);
+    max_run_ = scratch(p.heads_per_task * max_pad);
+    sum_run_ = scratch(p.heads_per_task * max_pad);
+    row_pos_ = std::make_unique_for_overwrite<int64_t[]>(static_cast<size_t>(max_pad));
+    st_ = scratch(p.key_tile * kMaxRowVectors * kLanes);
+    k_tile_ = scratch(p.heads_per_task * p.key_tile * ld_packed_);
+    v_tile_ = scratch(p.heads_per_task * p.key_tile * ld_packed_);
   }
 
   // Writes the task's rows of out [nq, Hq, d] and lse [nq, Hq] (attention over its keys only).
@@ -102,6 +106,7 @@ class TileWorker {
     rows_ = (t_end - t_begin) * p_.group;
     row_vectors_ = ceil_div(rows_, kLanes);
     row_pad_ = row_vectors_ * kLanes;
+    row_major_ = rows_ <= kMaxDecodeRows && p_.head_dim % kLanes == 0;
     for (int64_t r = 0; r < row_pad_; ++r) {
       row_pos_[r] = p_.mask.causal_offset + t_begin + std::min(r, rows_ - 1) / p_.group;
     }
@@ -115,6 +120,10 @@ class TileWorker {
       if (vis == TileVisibility::kNone) continue;
       pack_keys_values(j0, bc);
       for (int64_t hh = 0; hh < heads_; ++hh) {
+        if (row_major_) {
+          attend_rows_dispatch(hh, j0, bc, vis == TileVisibility::kSome);
+          continue;
+        }
         for (int64_t rv0 = 0; rv0 < row_vectors_; rv0 += kMaxRowVectors) {
           attend_dispatch(std::min<int64_t>(kMaxRowVectors, row_vectors_ - rv0), hh, rv0 * kLanes,
                           j0, bc, vis == TileVisibility::kSome);
@@ -125,17 +134,32 @@ class TileWorker {
   }
 
  private:
-  float* qt(int64_t hh) { return qt_.data() + hh * state_stride_; }
-  float* ot(int64_t hh) { return ot_.data() + hh * state_stride_; }
-  float* max_run(int64_t hh) { return max_run_.data() + hh * row_stride_; }
-  float* sum_run(int64_t hh) { return sum_run_.data() + hh * row_stride_; }
-  const float* k_tile(int64_t hh) const { return k_tile_.data() + hh * p_.key_tile * ld_packed_; }
-  const float* v_tile(int64_t hh) const { return v_tile_.data() + hh * p_.key_tile * ld_packed_; }
+  static std::unique_ptr<float[]> scratch(int64_t n) {
+    return std::make_unique_for_overwrite<float[]>(static_cast<size_t>(n));
+  }
+  float* qt(int64_t hh) { return qt_.get() + hh * state_stride_; }
+  float* ot(int64_t hh) { return ot_.get() + hh * state_stride_; }
+  float* max_run(int64_t hh) { return max_run_.get() + hh * row_stride_; }
+  float* sum_run(int64_t hh) { return sum_run_.get() + hh * row_stride_; }
+  const float* k_tile(int64_t hh) const { return k_tile_.get() + hh * p_.key_tile * ld_packed_; }
+  const float* v_tile(int64_t hh) const { return v_tile_.get() + hh * p_.key_tile * ld_packed_; }
 
-  // qt [d, row_pad] = scaled queries of kv head h_begin + hh, transposed; resets its softmax state.
+  // qt = scaled queries of kv head h_begin + hh, [d, row_pad] transposed or [rows, d] row-major;
+  // resets its softmax state.
   void load_queries(int64_t hh, int64_t t_begin) {
     const int64_t d = p_.head_dim;
     float* q_t = qt(hh);
+    if (row_major_) {
+      for (int64_t r = 0; r < rows_; ++r) {
+        const float* src = p_.q + ((t_begin + r / p_.group) * p_.n_heads +
+                                   (h_begin_ + hh) * p_.group + r % p_.group) * d;
+        for (int64_t i = 0; i < d; ++i) q_t[r * d + i] = src[i] * p_.log2_scale;
+        max_run(hh)[r] = kNegInf;
+        sum_run(hh)[r] = 0.f;
+      }
+      std::fill(ot(hh), ot(hh) + rows_ * d, 0.f);
+      return;
+    }
     for (int64_t r = 0; r < row_pad_; ++r) {
       float* dst = q_t + r;
       if (r >= rows_) {
@@ -165,9 +189,102 @@ class TileWorker {
       for (int64_t hh = 0; hh < heads_; ++hh) {
         const int64_t src = c * ldkv + hh * d;
         const int64_t dst = hh * head_tile + c * ld_packed_;
-        copy_row(k + src, d, k_tile_.data() + dst);
-        copy_row(v + src, d, v_tile_.data() + dst);
+        copy_row(k + src, d, k_tile_.get() + dst);
+        copy_row(v + src, d, v_tile_.get() + dst);
       }
+    }
+    if (row_major_) {
+      // score_rows reads keys in whole vectors: zero the rows past bc up to the next one.
+      const int64_t bc_pad = ceil_div(bc, kLanes) * kLanes;
+      for (int64_t hh = 0; hh < heads_; ++hh) {
+        float* tile = k_tile_.get() + hh * head_tile;
+        for (int64_t c = bc; c < bc_pad; ++c) std::fill(tile + c * ld_packed_, tile + c * ld_packed_ + d, 0.f);
+      }
+    }
+  }
+
+  // Picks the row-block instance for rows_ (1 .. kMaxDecodeRows) query rows.
+  template <int R = 1>
+  void attend_rows_dispatch(int64_t hh, int64_t j0, int64_t bc, bool masked) {
+    if constexpr (R < kMaxDecodeRows) {
+      if (rows_ > R) return attend_rows_dispatch<R + 1>(hh, j0, bc, masked);
+    }
+    attend_rows<R>(hh, j0, bc, masked);
+  }
+
+  // The row-major counterpart of attend, for R query rows: scores [R, keys], mask, online softmax,
+  // values, with head_dim or keys along the lanes.
+  template <int R>
+  void attend_rows(int64_t hh, int64_t j0, int64_t bc, bool masked) {
+    constexpr int64_t kStep = attention_blocks::kValueChunks * kLanes;
+    const int64_t d = p_.head_dim;
+    const int64_t lds = ceil_div(p_.key_tile, kLanes) * kLanes;
+    float* st = st_.get();
+    const float* keys = k_tile(hh);
+    for (int64_t c = 0; c < bc; c += kLanes) {
+      attention_blocks::score_rows<R>(qt(hh), d, keys + c * ld_packed_, ld_packed_, st + c, lds);
+    }
+    mask_rows<R>(j0, bc, lds, masked);
+    float alpha[R];
+    softmax_rows<R>(hh, bc, lds, alpha);
+    const float* values = v_tile(hh);
+    float* o = ot(hh);
+    int64_t i = 0;
+    for (; i + kStep <= d; i += kStep) {
+      attention_blocks::value_rows<R, attention_blocks::kValueChunks>(st, lds, values + i, ld_packed_,
+                                                                      bc, alpha, o + i, d);
+    }
+    for (; i < d; i += kLanes) {
+      attention_blocks::value_rows<R, 1>(st, lds, values + i, ld_packed_, bc, alpha, o + i, d);
+    }
+  }
+
+  // Row-major scores st [R, lds]: -inf for keys past bc (the padding of the last vector) and, when
+  // masked, for keys j0 + c that row r must not see.
+  template <int R>
+  void mask_rows(int64_t j0, int64_t bc, int64_t lds, bool masked) {
+    const AttentionMask& mask = p_.mask;
+    const int64_t bc_pad = ceil_div(bc, kLanes) * kLanes;
+    const Vec lanes = simd::lane_index();
+    for (int r = 0; r < R; ++r) {
+      float* s = st_.get() + r * lds;
+      for (int64_t c = bc; c < bc_pad; ++c) s[c] = kNegInf;
+      if (!masked) continue;
+      const int64_t pos = row_pos_[r];
+      const Vec last_causal = simd::splat(
+          static_cast<float>(mask.causal ? std::clamp<int64_t>(pos - j0, -1, bc) : bc));
+      const Vec before_window = simd::splat(static_cast<float>(
+          mask.window.bounded() ? std::clamp<int64_t>(pos - mask.window.window - j0, -1, bc) : -1));
+      const Vec sink = simd::splat(
+          static_cast<float>(std::clamp<int64_t>(mask.window.sink - j0, 0, bc)));
+      for (int64_t c = 0; c < bc; c += kLanes) {
+        const Vec key = lanes + static_cast<float>(c);
+        const auto visible = (key <= last_causal) & ((key < sink) | (key > before_window));
+        simd::store(s + c, visible ? simd::load(s + c) : simd::splat(kNegInf));
+      }
+    }
+  }
+
+  // softmax_update for row-major scores st [R, lds] (keys along the lanes); alpha [R].
+  template <int R>
+  void softmax_rows(int64_t hh, int64_t bc, int64_t lds, float* alpha) {
+    const int64_t bc_pad = ceil_div(bc, kLanes) * kLanes;
+    for (int r = 0; r < R; ++r) {
+      float* s = st_.get() + r * lds;
+      Vec tile_max = simd::splat(kNegInf);
+      for (int64_t c = 0; c < bc_pad; c += kLanes) tile_max = simd::max(tile_max, simd::load(s + c));
+      const float old_max = max_run(hh)[r];
+      const float new_max = std::max(old_max, simd::reduce_max(tile_max));
+      const float shift = new_max == kNegInf ? 0.f : new_max;
+      alpha[r] = std::exp2(old_max - shift);
+      Vec sum = {};
+      for (int64_t c = 0; c < bc_pad; c += kLanes) {
+        const Vec prob = simd::exp2(simd::load(s + c) - shift);
+        simd::store(s + c, prob);
+        sum += prob;
+      }
+      sum_run(hh)[r] = sum_run(hh)[r] * alpha[r] + simd::reduce_add(sum);
+      max_run(hh)[r] = new_max;
     }
   }
 
@@ -186,7 +303,7 @@ class TileWorker {
   void attend(int64_t hh, int64_t col, int64_t j0, int64_t bc, bool masked) {
     constexpr int64_t kLds = NV * kLanes;
     const int64_t d = p_.head_dim;
-    float* st = st_.data();
+    float* st = st_.get();
     const float* keys = k_tile(hh);
     const float* q_t = qt(hh) + col;
     for_each_block<NV>(bc, [&]<int MR>(int64_t c) {
@@ -223,7 +340,7 @@ class TileWorker {
     }
     const Vec sink = simd::splat(
         static_cast<float>(std::clamp<int64_t>(mask.window.sink - j0, 0, bc)));
-    float* st = st_.data();
+    float* st = st_.get();
     for (int64_t c = 0; c < bc; ++c) {
       const Vec key = simd::splat(static_cast<float>(c));
       for (int r = 0; r < NV; ++r) {
@@ -238,7 +355,7 @@ class TileWorker {
   // running sum rescaled; alpha = 2^(old max - new max) is the factor for the output accumulator.
   template <int NV>
   void softmax_update(float* max_run, float* sum_run, int64_t bc, Vec* alpha) {
-    float* st = st_.data();
+    float* st = st_.get();
     for (int r = 0; r < NV; ++r) {
       const Vec old_max = simd::load(max_run + r * kLanes);
       Vec new_max = old_max;
@@ -260,7 +377,7 @@ class TileWorker {
     }
   }
 
-  // out = ot^T / sum, lse = ln 2 * (max + log2 sum); rows that saw no key get 0 and -inf.
+  // out = ot^T (or ot, row-major) / sum, lse = ln 2 * (max + log2 sum); rows that saw no key get 0 and -inf.
   void store_output(int64_t hh, int64_t t_begin, float* out, float* lse) {
     const int64_t d = p_.head_dim;
     const float* o_t = ot(hh);
@@ -275,7 +392,11 @@ class TileWorker {
         continue;
       }
       const float inv_sum = 1.f / sum;
-      for (int64_t i = 0; i < d; ++i) dst[i] = o_t[i * row_pad_ + r] * inv_sum;
+      if (row_major_) {
+        for (int64_t i = 0; i < d; ++i) dst[i] = o_t[r * d + i] * inv_sum;
+      } else {
+        for (int64_t i = 0; i < d; ++i) dst[i] = o_t[i * row_pad_ + r] * inv_sum;
+      }
       lse[t * p_.n_heads + h] = kLn2 * (max_run(hh)[r] + std::log2(sum));
     }
   }
@@ -286,17 +407,18 @@ class TileWorker {
   int64_t rows_ = 0;
   int64_t row_vectors_ = 0;
   int64_t row_pad_ = 0;
+  bool row_major_ = false;    // few rows: row blocks, qt and ot row-major [rows, d]
   int64_t state_stride_ = 0;  // floats of qt / ot per kv head
   int64_t row_stride_ = 0;    // floats of max_run / sum_run per kv head
   int64_t ld_packed_ = 0;     // row stride of the packed key and value tiles
-  std::vector<float> qt_;       // [heads, d, row_pad] queries * scale * log2(e), transposed
-  std::vector<float> ot_;       // [heads, d, row_pad] unnormalised outputs, transposed
-  std::vector<float> max_run_;  // [heads, row_pad] running max of base-2 scores
-  std::vector<float> sum_run_;  // [heads, row_pad] running sum of 2^(score - max)
-  std::vector<int64_t> row_pos_;  // [row_pad] causal_offset + query index of each row
-  std::vector<float> k_tile_;   // [heads, key_tile, ld_packed] keys of the current tile
-  std::vector<float> v_tile_;   // [heads, key_tile, ld_packed] values of the current tile
-  std::vector<float> st_;       // [key_tile, NV * kLanes] scores, then probabilities
+  std::unique_ptr<float[]> qt_;       // [heads, d, row_pad] queries * scale * log2(e), transposed
+  std::unique_ptr<float[]> ot_;       // [heads, d, row_pad] unnormalised outputs, transposed
+  std::unique_ptr<float[]> max_run_;  // [heads, row_pad] running max of base-2 scores
+  std::unique_ptr<float[]> sum_run_;  // [heads, row_pad] running sum of 2^(score - max)
+  std::unique_ptr<int64_t[]> row_pos_;  // [row_pad] causal_offset + query index of each row
+  std::unique_ptr<float[]> st_;       // [key_tile, NV * kLanes] scores, then probabilities
+  std::unique_ptr<float[]> k_tile_;   // [heads, key_tile, ld_packed] keys of the current tile
+  std::unique_ptr<float[]> v_tile_;   // [heads, key_tile, ld_packed] values of the current tile
 };
 
 }  // namespace
@@ -310,7 +432,7 @@ void attention_forward(const float* q, int64_t nq, const float* k, const float* 
   Problem p{q, k, v, nq, nk, n_heads, n_kv_heads, head_dim, n_heads / n_kv_heads,
             scale * kLog2e, mask, 0, 1, kKeyTile};
   // Up to four row-vector groups per kv head share each packed key tile.
-  p.tile_tokens = std::max<int64_t>(1, 4 * kMaxRowVectors * kLanes / p.group);
+  p.tile_tokens = std::min(nq, std::max<int64_t>(1, 4 * kMaxRowVectors * kLanes / p.group));
   const int64_t n_tiles = ceil_div(nq, p.tile_tokens);
 
   // Short queries (decoding, Phase 2) are bound by reading K and V once: a task then takes every kv
@@ -321,8 +443,10 @@ void attention_forward(const float* q, int64_t nq, const float* k, const float* 
     p.heads_per_task = n_kv_heads;
     const int64_t row_bytes = 2 * n_kv_heads * packed_row_floats(head_dim) * int64_t{sizeof(float)};
     p.key_tile = std::clamp(kPackedTileBytes / row_bytes / kMinKeyTile * kMinKeyTile, kMinKeyTile, kKeyTile);
-    n_splits = std::clamp<int64_t>(ceil_div(2 * threads, n_tiles), 1,
-                                   std::max<int64_t>(1, nk / (8 * p.key_tile)));
+    if (threads > 1) {
+      n_splits = std::clamp<int64_t>(ceil_div(2 * threads, n_tiles), 1,
+                                     std::max<int64_t>(1, nk / (8 * p.key_tile)));
+    }
   }
   const int64_t head_tasks = ceil_div(n_kv_heads, p.heads_per_task);
   const int64_t split_keys = ceil_div(ceil_div(std::max<int64_t>(nk, 1), n_splits), p.key_tile) * p.key_tile;

@@ -1,9 +1,13 @@
-// Register-blocked inner loops of the CPU attention kernel.
+// Register-blocked inner loops of the CPU attention kernel, in two layouts.
 //
-// Query rows (pairs of query token and query head) run along the vector lanes. Queries and the
-// output accumulator are kept transposed, [d][rows], so both products of attention become the same
-// pattern: broadcast one element of K or V and multiply it into a vector of rows. K and V are read
-// in place (row stride Hkv * d) and never repacked, which keeps decoding at one pass over the cache.
+// Column blocks (score_block, value_block): query rows (pairs of query token and query head) run
+// along the vector lanes. Queries and the output accumulator are kept transposed, [d][rows], so
+// both products of attention become one pattern: broadcast an element of K or V and multiply it
+// into a vector of rows. This needs kLanes rows to fill a vector: prefill and longer queries.
+//
+// Row blocks (score_rows, value_rows): for decoding, where a kv head has only a few query rows
+// (Hq / Hkv of them), head_dim runs along the lanes instead and rows stay row-major; scores come
+// out with keys along the lanes.
 #pragma once
 
 #include <cstdint>
@@ -96,6 +100,57 @@ inline void value_block(const float* v, int64_t ldv, const float* pt, int64_t ld
   }
   for (int m = 0; m < MR; ++m) {
     for (int r = 0; r < NV; ++r) simd::store(ot + m * ldo + r * kLanes, acc[m][r]);
+  }
+}
+
+// Rows of queries handled by the row blocks: up to half a vector, beyond which columns are as good.
+inline constexpr int kMaxDecodeRows = kLanes / 2;
+
+// Vectors of head_dim a value_rows pass accumulates per row.
+inline constexpr int kValueChunks = simd::kVectorRegisters == 32 ? 4 : 2;
+
+// Scores of R query rows against kLanes keys:
+//   s[r, c] = sum_p q[r * d + p] * k[c * ldk + p]      r < R, c < kLanes, p < d
+// q [R, d] row-major queries, k [kLanes, d] keys (row stride ldk), s [R, kLanes] (row stride lds).
+// d must be a multiple of kLanes.
+template <int R>
+inline void score_rows(const float* q, int64_t d, const float* k, int64_t ldk, float* s,
+                       int64_t lds) {
+  for (int r = 0; r < R; ++r) {
+    Vec acc[kLanes] = {};
+    for (int64_t p = 0; p < d; p += kLanes) {
+      const Vec query = simd::load(q + r * d + p);
+#pragma GCC unroll 8
+      for (int c = 0; c < kLanes; ++c) acc[c] += simd::load(k + c * ldk + p) * query;
+    }
+    simd::store(s + r * lds, simd::transpose_sum(acc));
+  }
+}
+
+// Rescaled accumulation of NC vectors of output per row over bc keys:
+//   o[r, i] = alpha[r] * o[r, i] + sum_c p[r * ldp + c] * v[c * ldv + i]      r < R, i < NC*kLanes
+// p [R, bc] probabilities (row stride ldp), v [bc, NC*kLanes] a column slice of the values (row
+// stride ldv), o [R, NC*kLanes] (row stride ldo).
+template <int R, int NC>
+inline void value_rows(const float* p, int64_t ldp, const float* v, int64_t ldv, int64_t bc,
+                       const float* alpha, float* o, int64_t ldo) {
+  Vec acc[R][NC];
+  for (int r = 0; r < R; ++r) {
+    for (int j = 0; j < NC; ++j) acc[r][j] = simd::load(o + r * ldo + j * kLanes) * alpha[r];
+  }
+  for (int64_t c = 0; c < bc; ++c) {
+    Vec values[NC];
+#pragma GCC unroll 4
+    for (int j = 0; j < NC; ++j) values[j] = simd::load(v + c * ldv + j * kLanes);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const Vec prob = simd::splat(p[r * ldp + c]);
+#pragma GCC unroll 4
+      for (int j = 0; j < NC; ++j) acc[r][j] += prob * values[j];
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int j = 0; j < NC; ++j) simd::store(o + r * ldo + j * kLanes, acc[r][j]);
   }
 }
 

@@ -19,10 +19,12 @@ std::vector<float> default_inv_freq(int64_t head_dim, double theta) {
 }
 
 // HF `_compute_llama3_parameters`, in float32 and in HF's operation order (torch evaluates
-// `scalar / tensor` as `tensor.reciprocal() * scalar`). Wavelengths shorter than
+// `scalar / tensor` as `tensor.reciprocal() * scalar`), without fused multiply-adds (torch rounds
+// every product), so the table equals HF's bit for bit. Wavelengths shorter than
 // original / high_freq_factor keep their frequency, longer than original / low_freq_factor divide
 // it by `factor`, and the band between interpolates smoothly.
-void apply_llama3_scaling(std::vector<float>& inv_freq, const RopeScaling& s) {
+[[gnu::optimize("fp-contract=off")]] void apply_llama3_scaling(std::vector<float>& inv_freq,
+                                                              const RopeScaling& s) {
   const auto factor = static_cast<float>(s.factor);
   const auto low = static_cast<float>(s.low_freq_factor);
   const auto high_minus_low = static_cast<float>(s.high_freq_factor - s.low_freq_factor);

@@ -25,10 +25,11 @@ namespace cpu {
 // A query row that sees no key gets out = 0 and lse = -inf (so nk == 0 is allowed).
 // Requires Hq % Hkv == 0; out and lse must not overlap the inputs.
 //
-// Flash-attention style: tiles of (query tokens x heads sharing one kv head) against tiles of keys,
-// with an online softmax, so extra memory is O(tile) per thread. Fully masked key tiles are skipped.
-// OpenMP threads split (kv head, query tile) pairs; when there are too few of those for the threads
-// (decoding), the key range is split too and the pieces merged with merge_partials.
+// Flash-attention style: tiles of (query tokens x query heads sharing one kv head) against tiles
+// of keys, with an online softmax, so extra memory is O(tile) per thread. Fully masked key tiles
+// are skipped. OpenMP threads share (kv head, query tile) tasks; a short query (decoding, Phase 2)
+// instead gives each task every kv head and a slice of the keys, so threads stream disjoint parts
+// of the cache, and the slices are merged with merge_partials.
 void attention_forward(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
                        int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale,
                        const AttentionMask& mask, float* out, float* lse);
