@@ -164,6 +164,11 @@ Status EngineLoop::run_create_context(Job& job, CreateContextWork& work) {
   AdmitPolicy admit = [&](const Result<EncodedContext>& encoded) {
     AdmitDecision decision;
     if (!encoded.ok()) return decision;
+    if (channel.cancelled()) {
+      // Nobody would learn its id: keeping it would only take room.
+      admitted = Status(StatusCode::kCancelled, "cancelled during Phase 1; the context was not kept");
+      return decision;
+    }
     ContextEntry entry;
     entry.id = command.context_id;
     entry.context_ids = context_ids;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "star/attention/attention_config.h"
 #include "star/common/status.h"
