@@ -194,6 +194,17 @@ void add_attention_options(CLI::App& app, AttentionConfig& flags, std::string& c
                             ->type_name("INT")
                             ->group(kGroup);
   tokens->excludes(app.get_option("--summary-fraction"));
+  // On the command line a block size is given or left out (one block per rank); 0 is a mistake.
+  app.get_option("--block-size")
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            return v.find_first_not_of(" 0") == std::string::npos
+                       ? std::string("block_size = 0: give a block size >= 1, or leave the flag out for one "
+                                     "block per rank")
+                       : std::string();
+          },
+          "", "block_size"))
+      ->description("context tokens per block (>= 1; without it: ceil(L / ranks))");
 }
 
 Result<AttentionConfig> resolve_attention_options(const CLI::App& app, const AttentionConfig& flags,

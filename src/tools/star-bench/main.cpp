@@ -7,8 +7,10 @@
 #include "model_command.h"
 #include "phase_command.h"
 #include "plan_command.h"
+#include "star/common/thread_environment.h"
 
 int main(int argc, char** argv) {
+  star::ensure_thread_environment(argv);
   CLI::App app{"star-bench: benchmarks and cost estimates"};
   app.require_subcommand(1);
   star::ModelCommandOptions model_options;

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <sys/resource.h>
+#include <vector>
 
 #include "star/attention/attention_config_io.h"
 #include "star/dist/mpi_communicator.h"
@@ -57,6 +59,12 @@ int run_phase_command(const CLI::App& command, const PhaseCommandOptions& o) {
     if (comm.rank() == 0) std::fprintf(stderr, "%s\n", out.status().to_string().c_str());
     return 3;
   }
+  // Peak resident memory of each rank over the whole run (weights, shard, Phase 1 activations).
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  double peak_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;
+  std::vector<double> peaks(comm.size());
+  if (Status s = comm.all_gather(&peak_mib, sizeof(double), peaks.data()); !s.ok()) return 3;
   if (comm.rank() == 0) {
     const GenerationResult& g = out->generation;
     const int64_t steps = static_cast<int64_t>(g.tokens.size());
@@ -69,6 +77,7 @@ int run_phase_command(const CLI::App& command, const PhaseCommandOptions& o) {
     j["phase1_wall_s"] = out->phase1_seconds();
     j["phase1_rank_compute_s"] = out->phase1_rank_compute_seconds;
     j["shard_tokens"] = out->shard_tokens;
+    j["peak_rss_mib"] = peaks;
     j["shard_bytes"] = out->shard_bytes;
     j["first_token_s"] = g.first_token_seconds;
     j["decode_ms_per_token"] = steps > 1 ? 1e3 * g.decode_seconds / static_cast<double>(steps - 1) : 0.0;

@@ -13,6 +13,7 @@
 
 #include "star/attention/attention_config_io.h"
 #include "star/common/logging.h"
+#include "star/common/thread_environment.h"
 #include "star/dist/broadcast_string.h"
 #include "star/dist/mpi_communicator.h"
 #include "star/dist/mpi_runtime.h"
@@ -182,6 +183,7 @@ int run(const Options& o, Communicator& comm) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  star::ensure_thread_environment(argv);
   star::Result<star::MpiRuntime> mpi = star::MpiRuntime::start(&argc, &argv);
   if (!mpi.ok()) {
     std::fprintf(stderr, "star-run: %s\n", mpi.status().to_string().c_str());
