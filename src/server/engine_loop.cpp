@@ -66,11 +66,13 @@ Status EngineLoop::run() {
   return send(shutdown);
 }
 
-Status EngineLoop::run_release() {
+Status EngineLoop::run_release() { return release_now(registry_.take_released()); }
+
+Status EngineLoop::release_now(std::vector<std::string> ids) {
+  if (ids.empty()) return ok_status();
   EngineCommand command;
   command.op = EngineCommand::Op::kRelease;
-  command.release = registry_.take_released();
-  if (command.release.empty()) return ok_status();
+  command.release = std::move(ids);
   return send(command);
 }
 
@@ -86,6 +88,8 @@ Status EngineLoop::run_generate(Job& job, GenerateWork& work) {
 
   EngineCommand command;
   command.op = EngineCommand::Op::kGenerate;
+  // Releases first: a context deleted from here on stays on the ranks until the next command.
+  command.release = registry_.take_released();
   command.query_ids = std::move(work.query_ids);
   command.generation = std::move(work.generation);
   std::optional<ContextEntry> encoded;
@@ -94,7 +98,7 @@ Status EngineLoop::run_generate(Job& job, GenerateWork& work) {
     if (!encoded) {
       channel.push(not_found("session.context_id: no context '" + work.context_id +
                              "' (it was deleted or evicted before the request ran)"));
-      return ok_status();
+      return release_now(std::move(command.release));
     }
   } else if (!work.context_ids.empty()) {
     if (std::optional<std::string> same = registry_.find_same(work.context_ids, work.attention)) {
@@ -112,8 +116,10 @@ Status EngineLoop::run_generate(Job& job, GenerateWork& work) {
     command.context_ids = std::move(work.context_ids);
     command.attention = work.attention;
   }
-  command.release = registry_.take_released();
-  if (Status s = send(command); !s.ok()) return s;
+  if (Status s = send(command); !s.ok()) {
+    channel.push(s);
+    return s;
+  }
 
   // Stop token ids end the answer without being part of it: keep them out of the stream.
   std::vector<int32_t> stop_ids = command.generation.stop_token_ids;
@@ -157,7 +163,10 @@ Status EngineLoop::run_create_context(Job& job, CreateContextWork& work) {
   auto context_ids = std::make_shared<const std::vector<int32_t>>(std::move(work.context_ids));
   command.context_ids = *context_ids;
   command.release = registry_.take_released();
-  if (Status s = send(command); !s.ok()) return s;
+  if (Status s = send(command); !s.ok()) {
+    channel.push(s);
+    return s;
+  }
 
   const Clock::time_point started = Clock::now();
   Status admitted;

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "star/common/status.h"
 #include "star/server/context_registry.h"
@@ -34,6 +36,8 @@ class EngineLoop {
   Status run_generate(Job& job, GenerateWork& work);
   Status run_create_context(Job& job, CreateContextWork& work);
   Status run_release();
+  // Sends a release command for these contexts, if there are any.
+  Status release_now(std::vector<std::string> ids);
 
   RankEngine& rank_;
   WorkQueue& queue_;

@@ -20,6 +20,7 @@
 
 #include "star/attention/attention_config_io.h"
 #include "star/common/logging.h"
+#include "star/common/thread_environment.h"
 #include "star/dist/mpi_communicator.h"
 #include "star/dist/mpi_runtime.h"
 #include "star/engine/runtime_model.h"
@@ -118,6 +119,7 @@ int serve_worker(const Options& o, Communicator& comm, MpiDoorbell& doorbell) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  star::ensure_thread_environment(argv);
   star::Result<star::MpiRuntime> mpi = star::MpiRuntime::start(&argc, &argv);
   if (!mpi.ok()) {
     std::fprintf(stderr, "star-server: %s\n", mpi.status().to_string().c_str());

@@ -1,5 +1,6 @@
 // Must show 4: a client cancel, a passed deadline and Abort each stop a long generation within one
-// decode step plus 100 ms, and the next request runs normally.
+// decode step plus 100 ms, and the next request runs normally. (Each stops the generation after its
+// first tokens arrived, so these also show that the text streams.)
 //
 // How long the ranks kept going after the stop is read from the next request: it waits in the
 // queue (timings.queue_seconds) exactly until the engine is free again.

@@ -47,7 +47,6 @@ TEST_F(E2E, StreamedOutputEqualsStarRun) {
     GenerateStream streamed = generate(stub(), request, with_key());
     ASSERT_TRUE(streamed.status.ok()) << streamed.status.error_message();
     ASSERT_TRUE(streamed.done.has_value());
-    EXPECT_GT(streamed.chunks, 1) << "the text should arrive in pieces, not at the end";
     EXPECT_FALSE(streamed.progress.empty()) << "Phase 1 ran, so progress should have been streamed";
 
     const CommandResult star_run = run_command(mpirun_prefix(2) + STAR_RUN_PATH + " --model " + model().string() +
