@@ -21,6 +21,21 @@ function(star_core_library)
   endif()
 endfunction()
 
+# star_cuda_library(NAME <target> SOURCES ...): the CUDA backend (kernels/, backend/cuda, the NCCL
+# communicator) on top of star_core. It has no sanitized variant, so nvcc and ASan never meet:
+# the 'asan' unit tests link star_core_asan alone.
+function(star_cuda_library)
+  cmake_parse_arguments(ARG "" "NAME" "SOURCES" ${ARGN})
+  add_library(${ARG_NAME} STATIC ${ARG_SOURCES})
+  target_include_directories(${ARG_NAME} PUBLIC ${CMAKE_SOURCE_DIR}/include)
+  target_compile_options(${ARG_NAME} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:${STAR_WARNINGS}>
+    $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CONFIG:Release>>:-O3 -march=native>
+    $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo -Xcompiler=-Wall,-Wextra,-Wno-unused-parameter>)
+  target_link_libraries(${ARG_NAME} PUBLIC
+    star_core CUDA::cudart CUDA::cublas CUDA::cublasLt star_nccl)
+endfunction()
+
 # star_proto_library(NAME <target> ROOT <dir> PROTOS <paths under ROOT>): protobuf messages and gRPC
 # stubs generated into the build tree, included by their path under ROOT with .pb.h / .grpc.pb.h.
 function(star_proto_library)

@@ -1,8 +1,10 @@
 // A temporary directory removed with everything in it when the test ends.
 #pragma once
 
+#include <unistd.h>
+
+#include <atomic>
 #include <filesystem>
-#include <random>
 #include <string>
 
 namespace star::testing {
@@ -10,8 +12,10 @@ namespace star::testing {
 class TempDir {
  public:
   TempDir() {
-    std::random_device rd;
-    path_ = std::filesystem::temp_directory_path() / ("star-test-" + std::to_string(rd()) + std::to_string(rd()));
+    static std::atomic<int> counter{0};
+    path_ = std::filesystem::temp_directory_path() /
+            ("star_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }
   ~TempDir() {
@@ -20,7 +24,9 @@ class TempDir {
   }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
+
   const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
 
  private:
   std::filesystem::path path_;

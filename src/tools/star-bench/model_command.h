@@ -1,5 +1,6 @@
-// `star-bench model`: prefill and decode speed of the CPU backend on one model, against the sgemm
-// rate and copy bandwidth measured on the same machine.
+// `star-bench model`: prefill and decode speed of one model on the CPU backend, against the sgemm
+// rate and copy bandwidth measured on the same machine, or with --backend cuda on the GPU
+// (cuda_model_command.h).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -14,6 +15,7 @@ struct ModelCommandOptions {
   int64_t prompt_tokens = 512;
   int64_t decode_tokens = 32;
   int repeats = 3;
+  std::string backend = "cpu";  // cpu | cuda
 };
 
 CLI::App* add_model_command(CLI::App& app, ModelCommandOptions& options);
