@@ -35,3 +35,35 @@ function(star_cuda_library)
   target_link_libraries(${ARG_NAME} PUBLIC
     star_core CUDA::cudart CUDA::cublas CUDA::cublasLt star_nccl)
 endfunction()
+
+# star_proto_library(NAME <target> ROOT <dir> PROTOS <paths under ROOT>): protobuf messages and gRPC
+# stubs generated into the build tree, included by their path under ROOT with .pb.h / .grpc.pb.h.
+function(star_proto_library)
+  cmake_parse_arguments(ARG "" "NAME;ROOT" "PROTOS" ${ARGN})
+  set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/${ARG_NAME})
+  set(generated_sources)
+  foreach(proto ${ARG_PROTOS})
+    string(REGEX REPLACE "\\.proto$" "" stem ${proto})
+    set(generated ${out_dir}/${stem}.pb.cc ${out_dir}/${stem}.pb.h ${out_dir}/${stem}.grpc.pb.cc ${out_dir}/${stem}.grpc.pb.h)
+    add_custom_command(OUTPUT ${generated}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${out_dir}
+      COMMAND protobuf::protoc --proto_path=${ARG_ROOT} --cpp_out=${out_dir} --grpc_out=${out_dir}
+              --plugin=protoc-gen-grpc=$<TARGET_FILE:gRPC::grpc_cpp_plugin> ${ARG_ROOT}/${proto}
+      DEPENDS ${ARG_ROOT}/${proto} protobuf::protoc gRPC::grpc_cpp_plugin
+      COMMENT "protoc ${proto}" VERBATIM)
+    list(APPEND generated_sources ${generated})
+  endforeach()
+  add_library(${ARG_NAME} STATIC ${generated_sources})
+  target_include_directories(${ARG_NAME} SYSTEM PUBLIC ${out_dir})
+  target_link_libraries(${ARG_NAME} PUBLIC gRPC::grpc++ protobuf::libprotobuf)
+endfunction()
+
+# star_server_library(NAME <target> CORE <star_core target>): the gRPC server from src/server/,
+# over the given engine library (the SANITIZE variant of star_core gives the ASan server).
+function(star_server_library)
+  cmake_parse_arguments(ARG "" "NAME;CORE" "" ${ARGN})
+  add_library(${ARG_NAME} STATIC ${STAR_SERVER_SOURCES})
+  target_compile_options(${ARG_NAME} PRIVATE ${STAR_WARNINGS})
+  target_compile_definitions(${ARG_NAME} PRIVATE STAR_VERSION="${PROJECT_VERSION}")
+  target_link_libraries(${ARG_NAME} PUBLIC ${ARG_CORE} star_proto gRPC::grpc++_reflection)
+endfunction()

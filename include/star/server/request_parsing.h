@@ -1,0 +1,36 @@
+// Turning gRPC requests into engine work on the handler thread: every check that can fail runs
+// here, before the request is queued, so the ranks only ever see work they can do. Errors are
+// INVALID_ARGUMENT with the message starting at the field's name (NOT_FOUND for an unknown
+// context_id).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "star/attention/attention_config.h"
+#include "star/common/status.h"
+#include "star/engine/runtime_model.h"
+#include "star/server/context_registry.h"
+#include "star/server/work_queue.h"
+#include "star/v1/star.pb.h"
+
+namespace star::server {
+
+struct RequestDefaults {
+  const RuntimeModel& model;
+  const AttentionConfig& attention;
+  int ranks = 1;
+  int64_t max_tokens = 128;
+  int64_t reserve_tokens = 512;
+};
+
+Result<GenerateWork> parse_generate_request(const v1::GenerateRequest& request, const RequestDefaults& defaults,
+                                            const ContextRegistry& contexts);
+
+Result<CreateContextWork> parse_create_context_request(const v1::CreateContextRequest& request,
+                                                       const RequestDefaults& defaults);
+
+// INVALID_ARGUMENT "<field>[i]: <id> is outside the vocabulary [0, V)" for the first bad id.
+Status check_token_ids(const char* field, std::span<const int32_t> ids, int64_t vocab_size);
+
+}  // namespace star::server

@@ -1,0 +1,77 @@
+// Work accepted by the gRPC handlers, waiting for the engine thread: a bounded FIFO.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "star/attention/attention_config.h"
+#include "star/common/status.h"
+#include "star/engine/generator.h"
+#include "star/server/request_channel.h"
+
+namespace star::server {
+
+using Clock = std::chrono::steady_clock;
+
+// One Generate call, checked against the model and tokenized.
+struct GenerateWork {
+  std::vector<int32_t> context_ids;  // an inline context (maybe empty) ...
+  std::string context_id;            // ... or the id of an encoded one
+  std::vector<int32_t> query_ids;
+  AttentionConfig attention;         // for an inline context
+  int context_blocks = 0;            // of the inline context's plan
+  GenerationOptions generation;
+};
+
+// One CreateContext call.
+struct CreateContextWork {
+  std::vector<int32_t> context_ids;
+  AttentionConfig attention;
+  int context_blocks = 0;      // of the context's plan
+  int64_t reserve_tokens = 0;  // KV room for query and answer on the query host
+};
+
+// Frees deleted contexts on every rank (DeleteContext queues one so that idle ranks free at once).
+struct ReleaseWork {};
+
+struct Job {
+  std::variant<GenerateWork, CreateContextWork, ReleaseWork> work;
+  std::shared_ptr<RequestChannel> channel;  // null for ReleaseWork
+  std::string request_id;
+  Clock::time_point accepted = Clock::now();
+};
+
+class WorkQueue {
+ public:
+  explicit WorkQueue(size_t capacity) : capacity_(capacity) {}
+
+  // RESOURCE_EXHAUSTED when `capacity` jobs wait already (ReleaseWork is never refused for that),
+  // UNAVAILABLE once closed.
+  Status push(std::shared_ptr<Job> job);
+  // Waits for the next job; null once the queue is closed and empty.
+  std::shared_ptr<Job> pop();
+  // Takes a job out before the engine got to it; false when it is no longer queued.
+  bool remove(const std::shared_ptr<Job>& job);
+  // Refuses new jobs from now on; the queued ones still come out of pop().
+  void close();
+
+  size_t size() const;
+  size_t capacity() const { return capacity_; }
+
+ private:
+  const size_t capacity_;
+  mutable std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::shared_ptr<Job>> jobs_;
+  size_t requests_ = 0;  // jobs_ without ReleaseWork
+  bool closed_ = false;
+};
+
+}  // namespace star::server

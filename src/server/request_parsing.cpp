@@ -1,0 +1,171 @@
+#include "star/server/request_parsing.h"
+
+#include "star/attention/plan_builder.h"
+#include "star/engine/inference.h"
+#include "star/server/proto_convert.h"
+
+namespace star::server {
+
+namespace {
+
+std::vector<int32_t> to_ids(const google::protobuf::RepeatedField<int32_t>& ids) { return {ids.begin(), ids.end()}; }
+
+// Plans the context as Phase 1 will (an empty context runs dense, as in encode_request_context):
+// catches what the algorithm cannot do with this context on these ranks. Returns the block count.
+Result<int> check_plan(std::span<const int32_t> context_ids, const AttentionConfig& attention, int ranks) {
+  AttentionConfig effective = attention;
+  if (context_ids.empty()) effective.algorithm = "dense";
+  Result<BlockPlan> plan = build_block_plan(context_ids, ranks, effective);
+  if (!plan.ok()) return invalid_argument("attention: " + plan.status().message());
+  return static_cast<int>(plan->blocks.size());
+}
+
+Result<AttentionConfig> request_attention(bool has_override, const v1::AttentionConfig& override,
+                                          const AttentionConfig& base) {
+  if (!has_override) return base;
+  return apply_attention_override(base, override);
+}
+
+Status check_positions(const char* field, int64_t context, int64_t query, int64_t max_tokens, int64_t positions) {
+  const int64_t total = context + query + max_tokens;
+  if (total <= positions) return ok_status();
+  return invalid_argument(std::string(field) + ": " + std::to_string(context) + " context + " + std::to_string(query) +
+                          " query + " + std::to_string(max_tokens) + " max_tokens = " + std::to_string(total) +
+                          " tokens exceed the model's " + std::to_string(positions) + " positions");
+}
+
+Result<GenerationOptions> generation_options(const v1::GenerateRequest& r, const RequestDefaults& defaults) {
+  GenerationOptions g;
+  if (r.max_tokens() < 0) {
+    return invalid_argument("max_tokens: " + std::to_string(r.max_tokens()) + " (must be >= 0; 0: the server's default)");
+  }
+  g.max_tokens = r.max_tokens() == 0 ? defaults.max_tokens : r.max_tokens();
+  g.sampling.temperature = r.sampling().temperature();
+  g.sampling.top_k = r.sampling().top_k();
+  g.sampling.top_p = r.sampling().has_top_p() ? r.sampling().top_p() : 1.f;
+  g.sampling.seed = r.sampling().seed();
+  if (Status s = validate_sampling(g.sampling); !s.ok()) return s;
+  for (int i = 0; i < r.stop_size(); ++i) {
+    if (r.stop(i).empty()) return invalid_argument("stop[" + std::to_string(i) + "]: empty stop string");
+    g.stop_strings.push_back(r.stop(i));
+  }
+  g.stop_token_ids = to_ids(r.stop_token_ids());
+  if (Status s = check_token_ids("stop_token_ids", g.stop_token_ids, defaults.model.llama->config().vocab_size);
+      !s.ok()) {
+    return s;
+  }
+  g.ignore_eos = r.ignore_eos();
+  return g;
+}
+
+}  // namespace
+
+Status check_token_ids(const char* field, std::span<const int32_t> ids, int64_t vocab_size) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= vocab_size) {
+      return invalid_argument(std::string(field) + "[" + std::to_string(i) + "]: " + std::to_string(ids[i]) +
+                              " is outside the vocabulary [0, " + std::to_string(vocab_size) + ")");
+    }
+  }
+  return ok_status();
+}
+
+Result<GenerateWork> parse_generate_request(const v1::GenerateRequest& r, const RequestDefaults& defaults,
+                                            const ContextRegistry& contexts) {
+  const Tokenizer& tokenizer = *defaults.model.tokenizer;
+  const LlamaConfig& config = defaults.model.llama->config();
+  GenerateWork work;
+  Result<GenerationOptions> generation = generation_options(r, defaults);
+  if (!generation.ok()) return generation.status();
+  work.generation = std::move(*generation);
+
+  switch (r.input_case()) {
+    case v1::GenerateRequest::kText:
+      if (r.text().query().empty()) return invalid_argument("text.query: empty");
+      if (!r.text().context().empty()) work.context_ids = tokenizer.encode(r.text().context(), {.add_bos = true});
+      work.query_ids = tokenizer.encode(r.text().query(), {.add_bos = r.text().context().empty()});
+      break;
+    case v1::GenerateRequest::kTokens:
+      if (r.tokens().query_ids().empty()) return invalid_argument("tokens.query_ids: empty");
+      work.context_ids = to_ids(r.tokens().context_ids());
+      work.query_ids = to_ids(r.tokens().query_ids());
+      if (Status s = check_token_ids("tokens.context_ids", work.context_ids, config.vocab_size); !s.ok()) return s;
+      if (Status s = check_token_ids("tokens.query_ids", work.query_ids, config.vocab_size); !s.ok()) return s;
+      break;
+    case v1::GenerateRequest::kSession: {
+      const v1::SessionInput& session = r.session();
+      if (session.context_id().empty()) return invalid_argument("session.context_id: empty");
+      if (r.has_attention()) {
+        return invalid_argument("attention: not allowed with session (a context keeps the configuration it was made with)");
+      }
+      if (session.query_case() == v1::SessionInput::kQueryText) {
+        if (session.query_text().empty()) return invalid_argument("session.query_text: empty");
+        work.query_ids = tokenizer.encode(session.query_text(), {.add_bos = false});
+      } else if (session.query_case() == v1::SessionInput::kQueryIds) {
+        work.query_ids = to_ids(session.query_ids().ids());
+        if (work.query_ids.empty()) return invalid_argument("session.query_ids: empty");
+        if (Status s = check_token_ids("session.query_ids", work.query_ids, config.vocab_size); !s.ok()) return s;
+      } else {
+        return invalid_argument("session: set query_text or query_ids");
+      }
+      std::optional<ContextEntry> entry = contexts.find(session.context_id());
+      if (!entry) return not_found("session.context_id: no context '" + session.context_id() + "'");
+      if (Status s = check_positions("session", entry->tokens(), static_cast<int64_t>(work.query_ids.size()),
+                                     work.generation.max_tokens, config.max_position_embeddings);
+          !s.ok()) {
+        return s;
+      }
+      work.context_id = session.context_id();
+      return work;
+    }
+    case v1::GenerateRequest::INPUT_NOT_SET:
+      return invalid_argument("input: set one of text, tokens or session");
+  }
+
+  Result<AttentionConfig> attention = request_attention(r.has_attention(), r.attention(), defaults.attention);
+  if (!attention.ok()) return attention.status();
+  work.attention = *attention;
+  const InferenceRequest request{work.context_ids, work.query_ids, work.attention, work.generation};
+  if (Status s = validate_request(config, request); !s.ok()) return s;
+  Result<int> blocks = check_plan(work.context_ids, work.attention, defaults.ranks);
+  if (!blocks.ok()) return blocks.status();
+  work.context_blocks = *blocks;
+  return work;
+}
+
+Result<CreateContextWork> parse_create_context_request(const v1::CreateContextRequest& r,
+                                                       const RequestDefaults& defaults) {
+  const LlamaConfig& config = defaults.model.llama->config();
+  CreateContextWork work;
+  switch (r.input_case()) {
+    case v1::CreateContextRequest::kText:
+      if (r.text().empty()) return invalid_argument("text: empty");
+      work.context_ids = defaults.model.tokenizer->encode(r.text(), {.add_bos = true});
+      break;
+    case v1::CreateContextRequest::kIds:
+      if (r.ids().ids().empty()) return invalid_argument("ids: empty");
+      work.context_ids = to_ids(r.ids().ids());
+      if (Status s = check_token_ids("ids.ids", work.context_ids, config.vocab_size); !s.ok()) return s;
+      break;
+    case v1::CreateContextRequest::INPUT_NOT_SET:
+      return invalid_argument("input: set text or ids");
+  }
+  // At least one query token and one answer token must still fit.
+  const int64_t tokens = static_cast<int64_t>(work.context_ids.size());
+  if (Status s = check_positions("context", tokens, 1, 1, config.max_position_embeddings); !s.ok()) return s;
+  if (r.reserve_tokens() < 0) {
+    return invalid_argument("reserve_tokens: " + std::to_string(r.reserve_tokens()) +
+                            " (must be >= 0; 0: the server's default)");
+  }
+  const int64_t reserve = r.reserve_tokens() == 0 ? defaults.reserve_tokens : r.reserve_tokens();
+  work.reserve_tokens = std::min(reserve, config.max_position_embeddings - tokens);
+  Result<AttentionConfig> attention = request_attention(r.has_attention(), r.attention(), defaults.attention);
+  if (!attention.ok()) return attention.status();
+  work.attention = *attention;
+  Result<int> blocks = check_plan(work.context_ids, work.attention, defaults.ranks);
+  if (!blocks.ok()) return blocks.status();
+  work.context_blocks = *blocks;
+  return work;
+}
+
+}  // namespace star::server

@@ -1,0 +1,116 @@
+#include "star/server/star_server.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <spdlog/spdlog.h>
+
+#include "star/server/engine_loop.h"
+
+namespace star::server {
+
+namespace {
+
+// Time a stopping gRPC server gives calls still writing their last messages.
+constexpr std::chrono::seconds kCallGrace{2};
+// Contexts sent as text or token ids can be long; gRPC's 4 MB default would cut them off.
+constexpr int kMaxRequestBytes = 256 << 20;
+
+Result<std::string> read_pem(const char* field, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return not_found(std::string(field) + ": cannot read '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Result<std::shared_ptr<grpc::ServerCredentials>> server_credentials(const ServerOptions& o) {
+  if (o.tls_cert_file.empty() && o.tls_key_file.empty()) return grpc::InsecureServerCredentials();
+  if (o.tls_cert_file.empty() || o.tls_key_file.empty()) {
+    return invalid_argument("TLS needs both a certificate (--tls-cert) and its private key (--tls-key)");
+  }
+  Result<std::string> cert = read_pem("--tls-cert", o.tls_cert_file);
+  if (!cert.ok()) return cert.status();
+  Result<std::string> key = read_pem("--tls-key", o.tls_key_file);
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions ssl;
+  ssl.pem_key_cert_pairs.push_back({*key, *cert});
+  return grpc::SslServerCredentials(ssl);
+}
+
+}  // namespace
+
+StarServer::StarServer(const ServerOptions& options, int ranks)
+    : options_(options),
+      queue_(options.queue_capacity),
+      contexts_(options.context_cache_bytes, ranks),
+      service_(options, ranks, queue_, contexts_) {}
+
+Result<std::unique_ptr<StarServer>> StarServer::start(const ServerOptions& options, int ranks) {
+  Result<std::shared_ptr<grpc::ServerCredentials>> credentials = server_credentials(options);
+  if (!credentials.ok()) return credentials.status();
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+
+  std::unique_ptr<StarServer> server(new StarServer(options, ranks));
+  grpc::ServerBuilder builder;
+  // Without this, a second server could bind the same port and split the traffic.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
+  builder.AddListeningPort(options.listen_address, *credentials, &server->port_);
+  builder.RegisterService(&server->service_);
+  server->server_ = builder.BuildAndStart();
+  if (!server->server_ || server->port_ == 0) {
+    return unavailable("cannot listen on '" + options.listen_address + "' (a bad address, or the port is in use)");
+  }
+  server->server_->GetHealthCheckService()->SetServingStatus(false);
+  return server;
+}
+
+StarServer::~StarServer() {
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + kCallGrace);
+}
+
+Status StarServer::serve(RankEngine& rank, std::function<Status()> wake_workers) {
+  {
+    std::lock_guard lock(state_mutex_);
+    service_.start_serving(rank.model());
+    if (!stopping_) server_->GetHealthCheckService()->SetServingStatus(true);
+  }
+  spdlog::info("serving on port {} with {} ranks", port_, rank.comm().size());
+  EngineLoop loop(rank, queue_, contexts_, std::move(wake_workers));
+  Status s = loop.run();
+  if (!s.ok()) stop(std::chrono::steady_clock::now());
+  return s;
+}
+
+void StarServer::begin_shutdown() {
+  const auto now = std::chrono::steady_clock::now();
+  bool again = false;
+  {
+    std::lock_guard lock(state_mutex_);
+    again = shutdown_requested_;
+    shutdown_requested_ = true;
+  }
+  if (again) {
+    spdlog::info("shutting down now: cancelling what is left");
+    stop(now);
+  } else {
+    spdlog::info("shutting down: accepted requests may finish within {} ms", options_.shutdown_timeout.count());
+    stop(now + options_.shutdown_timeout);
+  }
+}
+
+void StarServer::stop(std::chrono::steady_clock::time_point deadline) {
+  {
+    std::lock_guard lock(state_mutex_);
+    stopping_ = true;
+    server_->GetHealthCheckService()->SetServingStatus(false);
+    service_.stop_serving(deadline);
+  }
+  queue_.close();
+}
+
+}  // namespace star::server

@@ -1,0 +1,55 @@
+#include "star/server/work_queue.h"
+
+#include <algorithm>
+
+namespace star::server {
+
+Status WorkQueue::push(std::shared_ptr<Job> job) {
+  const bool is_request = !std::holds_alternative<ReleaseWork>(job->work);
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_) return unavailable("the server is shutting down");
+    if (is_request && requests_ >= capacity_) {
+      return resource_exhausted("the request queue is full (" + std::to_string(capacity_) +
+                                " requests waiting); retry later");
+    }
+    jobs_.push_back(std::move(job));
+    if (is_request) ++requests_;
+  }
+  ready_.notify_one();
+  return ok_status();
+}
+
+std::shared_ptr<Job> WorkQueue::pop() {
+  std::unique_lock lock(mutex_);
+  ready_.wait(lock, [&] { return !jobs_.empty() || closed_; });
+  if (jobs_.empty()) return nullptr;
+  std::shared_ptr<Job> job = std::move(jobs_.front());
+  jobs_.pop_front();
+  if (!std::holds_alternative<ReleaseWork>(job->work)) --requests_;
+  return job;
+}
+
+bool WorkQueue::remove(const std::shared_ptr<Job>& job) {
+  std::lock_guard lock(mutex_);
+  auto it = std::find(jobs_.begin(), jobs_.end(), job);
+  if (it == jobs_.end()) return false;
+  if (!std::holds_alternative<ReleaseWork>(job->work)) --requests_;
+  jobs_.erase(it);
+  return true;
+}
+
+void WorkQueue::close() {
+  {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+  }
+  ready_.notify_all();
+}
+
+size_t WorkQueue::size() const {
+  std::lock_guard lock(mutex_);
+  return requests_;
+}
+
+}  // namespace star::server

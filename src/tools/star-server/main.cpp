@@ -1,0 +1,189 @@
+// star-server: the star.v1 gRPC API under mpirun. Rank 0 listens and drives the other ranks; every
+// rank loads the model and holds one KV shard of each context.
+//
+//   mpirun -np 2 star-server --model MODEL --grpc 127.0.0.1:50051 [--config attention.json]
+//
+// SIGTERM or SIGINT to rank 0: stop taking requests, let accepted ones finish (--shutdown-timeout),
+// stop every rank, exit 0; a second signal cancels what is left at once. (Open MPI's mpirun, when
+// it gets SIGTERM itself, kills the ranks after odls_base_sigkill_timeout seconds: signal rank 0,
+// whose pid --port-file records, or raise that timeout.)
+#include <mpi.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "star/attention/attention_config_io.h"
+#include "star/common/logging.h"
+#include "star/common/thread_environment.h"
+#include "star/dist/mpi_communicator.h"
+#include "star/dist/mpi_runtime.h"
+#include "star/engine/runtime_model.h"
+#include "star/server/mpi_doorbell.h"
+#include "star/server/rank_engine.h"
+#include "star/server/shutdown_signal.h"
+#include "star/server/star_server.h"
+#include "star/server/worker_loop.h"
+
+namespace {
+
+using namespace star;
+using namespace star::server;
+
+struct Options {
+  std::string model;
+  std::string log_level = "info";
+  std::string port_file;
+  std::string attention_config_file;
+  AttentionConfig attention_flags;
+  double shutdown_timeout_seconds = 30;
+  ServerOptions server;
+};
+
+// "<port>\n<pid of rank 0>\n", written whole (rename) so that a reader never sees half of it.
+Status write_port_file(const std::string& path, int port) {
+  const std::string partial = path + ".partial";
+  {
+    std::ofstream out(partial);
+    out << port << "\n" << ::getpid() << "\n";
+    if (!out) return not_found("--port-file: cannot write '" + partial + "'");
+  }
+  std::error_code ec;
+  std::filesystem::rename(partial, path, ec);
+  if (ec) return not_found("--port-file: cannot write '" + path + "': " + ec.message());
+  return ok_status();
+}
+
+// Every rank's verdict on a step, so that all continue or all stop together.
+Result<bool> all_ok(Communicator& comm, bool ok) {
+  std::vector<uint8_t> all(comm.size());
+  const uint8_t mine = ok ? 1 : 0;
+  if (Status s = comm.all_gather(&mine, 1, all.data()); !s.ok()) return s;
+  return std::all_of(all.begin(), all.end(), [](uint8_t v) { return v == 1; });
+}
+
+// The ranks no longer agree (a failed collective): end the whole job rather than leave ranks waiting.
+[[noreturn]] void abort_all_ranks(const Status& why) {
+  spdlog::critical("{}; aborting every rank", why.to_string());
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();
+}
+
+int serve_rank0(const Options& o, Communicator& comm, MpiDoorbell& doorbell) {
+  Result<std::unique_ptr<StarServer>> server = StarServer::start(o.server, comm.size());
+  if (!server.ok()) spdlog::error("{}", server.status().to_string());
+  Status port_written = server.ok() && !o.port_file.empty() ? write_port_file(o.port_file, (*server)->port()) : ok_status();
+  if (!port_written.ok()) spdlog::error("{}", port_written.to_string());
+  Result<bool> listening = all_ok(comm, server.ok() && port_written.ok());
+  if (!listening.ok() || !*listening) return 1;
+  StarServer& s = **server;
+  spdlog::info("listening on {} (port {}); loading {}", o.server.listen_address, s.port(), o.model);
+  Result<std::unique_ptr<ShutdownSignal>> signals = ShutdownSignal::install([&s](int) { s.begin_shutdown(); });
+  if (!signals.ok()) spdlog::warn("{}", signals.status().to_string());
+
+  Result<RuntimeModel> model = open_model(o.model);
+  if (!model.ok()) spdlog::error("{}", model.status().to_string());
+  Result<bool> loaded = all_ok(comm, model.ok());
+  if (!loaded.ok() || !*loaded) {
+    if (model.ok()) spdlog::error("another rank could not load the model");
+    return 1;
+  }
+  RankEngine engine(*model, comm);
+  Status served = s.serve(engine, [&doorbell] { return doorbell.ring(); });
+  if (!served.ok()) abort_all_ranks(served);
+  server->reset();  // gRPC stops while the model its handlers read is still there
+  spdlog::info("stopped");
+  return 0;
+}
+
+int serve_worker(const Options& o, Communicator& comm, MpiDoorbell& doorbell) {
+  // Rank 0 decides when to stop and tells every rank; a signal that mpirun forwards changes nothing.
+  ::signal(SIGTERM, SIG_IGN);
+  ::signal(SIGINT, SIG_IGN);
+  Result<bool> listening = all_ok(comm, true);
+  if (!listening.ok() || !*listening) return 1;
+  Result<RuntimeModel> model = open_model(o.model);
+  if (!model.ok()) spdlog::error("{}", model.status().to_string());
+  Result<bool> loaded = all_ok(comm, model.ok());
+  if (!loaded.ok() || !*loaded) return 1;
+  RankEngine engine(*model, comm);
+  if (Status s = run_worker_loop(engine, [&doorbell] { return doorbell.wait(); }); !s.ok()) abort_all_ranks(s);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  star::ensure_thread_environment(argv);
+  star::Result<star::MpiRuntime> mpi = star::MpiRuntime::start(&argc, &argv);
+  if (!mpi.ok()) {
+    std::fprintf(stderr, "star-server: %s\n", mpi.status().to_string().c_str());
+    return 1;
+  }
+  auto world = star::MpiCommunicator::duplicate_world();
+  if (!world.ok()) {
+    std::fprintf(stderr, "star-server: %s\n", world.status().to_string().c_str());
+    return 1;
+  }
+  auto doorbell = MpiDoorbell::create();
+  if (!doorbell.ok()) {
+    std::fprintf(stderr, "star-server: %s\n", doorbell.status().to_string().c_str());
+    return 1;
+  }
+  star::Communicator& comm = **world;
+
+  CLI::App app{"star-server: the star.v1 gRPC API over MPI ranks (rank 0 serves, every rank holds a KV shard)"};
+  Options o;
+  ServerOptions& s = o.server;
+  app.add_option("--model", o.model, "HF model directory or .gguf file")->required();
+  app.add_option("--grpc", s.listen_address, "address to listen on (port 0: any free port)")->capture_default_str();
+  app.add_option("--api-key", s.api_key, "require 'authorization: Bearer KEY' on every call")
+      ->envname("STAR_API_KEY");
+  auto* cert = app.add_option("--tls-cert", s.tls_cert_file, "TLS certificate chain (PEM)");
+  auto* key = app.add_option("--tls-key", s.tls_key_file, "TLS private key (PEM)");
+  cert->needs(key);
+  key->needs(cert);
+  app.add_option("--queue-size", s.queue_capacity, "requests waiting for the ranks before RESOURCE_EXHAUSTED")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--context-cache-bytes", s.context_cache_bytes, "KV bytes per rank kept for CreateContext contexts")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--context-reserve-tokens", s.context_reserve_tokens,
+                 "default KV room for query and answer kept with each context")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-tokens", s.default_max_tokens, "max_tokens of requests that give none")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--shutdown-timeout", o.shutdown_timeout_seconds,
+                 "seconds accepted requests may still run after SIGTERM")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--port-file", o.port_file, "once listening, write the port and rank 0's pid here (one a line)");
+  app.add_option("--log-level", o.log_level, "trace|debug|info|warn|error")->capture_default_str();
+  star::add_attention_options(app, o.attention_flags, o.attention_config_file);
+  app.add_option("--config", o.attention_config_file, "the same as --attention-config")
+      ->group("Attention")
+      ->excludes("--attention-config");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return comm.rank() == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 2);
+  }
+  star::init_logging(comm.rank(), o.log_level);
+  star::Result<star::AttentionConfig> attention =
+      star::resolve_attention_options(app, o.attention_flags, o.attention_config_file);
+  if (!attention.ok()) {
+    if (comm.rank() == 0) spdlog::error("{}", attention.status().to_string());
+    return 2;
+  }
+  s.attention = *attention;
+  s.shutdown_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_timeout_seconds * 1000));
+  return comm.rank() == 0 ? serve_rank0(o, comm, **doorbell) : serve_worker(o, comm, **doorbell);
+}

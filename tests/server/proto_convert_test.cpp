@@ -1,0 +1,78 @@
+#include "star/server/proto_convert.h"
+
+#include <gtest/gtest.h>
+
+#include "star/attention/attention_config_io.h"
+
+namespace star::server {
+namespace {
+
+TEST(AttentionOverride, SetFieldsReplaceTheBaseAndTheRestStays) {
+  AttentionConfig base;
+  base.algorithm = "pulsar";
+  base.block_size = 512;
+  base.summary_chunks = 4;
+  v1::AttentionConfig o;
+  o.set_scoring("bm25");
+  o.set_keep_prefix_kv(true);
+  Result<AttentionConfig> c = apply_attention_override(base, o);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  AttentionConfig expected = base;
+  expected.scoring = "bm25";
+  expected.keep_prefix_kv = true;
+  EXPECT_EQ(attention_config_to_json(*c), attention_config_to_json(expected));
+}
+
+TEST(AttentionOverride, AFractionWithoutChunksClearsTheBaseChunks) {
+  AttentionConfig base;
+  base.summary_chunks = 4;
+  v1::AttentionConfig o;
+  o.set_summary_fraction(0.25);
+  Result<AttentionConfig> c = apply_attention_override(base, o);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->summary_chunks, 0);
+  EXPECT_EQ(c->summary_fraction, 0.25);
+  o.set_summary_chunks(2);
+  EXPECT_EQ(apply_attention_override(base, o)->summary_chunks, 2);
+}
+
+TEST(AttentionOverride, AFullProtoReproducesItsConfig) {
+  AttentionConfig from;
+  from.algorithm = "streaming";
+  from.streaming_sink = 4;
+  from.streaming_window = 64;
+  from.anchor_size = 16;
+  from.position_mode = "contiguous";
+  Result<AttentionConfig> c = apply_attention_override(AttentionConfig{}, attention_to_proto(from));
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(attention_config_to_json(*c), attention_config_to_json(from));
+}
+
+TEST(AttentionOverride, BadValuesNameTheField) {
+  v1::AttentionConfig o;
+  o.set_chunk_tokens(0);
+  Result<AttentionConfig> c = apply_attention_override(AttentionConfig{}, o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(c.status().message().rfind("attention: ", 0), 0u);
+  EXPECT_NE(c.status().message().find("chunk_tokens"), std::string::npos);
+}
+
+TEST(ProtoConvert, StatusCodesMapOneToOne) {
+  EXPECT_TRUE(to_grpc_status(ok_status()).ok());
+  const grpc::Status s = to_grpc_status(not_found("context_id: x"));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(s.error_message(), "context_id: x");
+  EXPECT_EQ(to_grpc_status(resource_exhausted("full")).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(to_grpc_status(Status(StatusCode::kUnauthenticated, "k")).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+}
+
+TEST(ProtoConvert, FinishReasons) {
+  EXPECT_EQ(finish_reason_to_proto(FinishReason::kStop), v1::FINISH_REASON_STOP);
+  EXPECT_EQ(finish_reason_to_proto(FinishReason::kLength), v1::FINISH_REASON_LENGTH);
+  EXPECT_EQ(finish_reason_to_proto(FinishReason::kCancelled), v1::FINISH_REASON_CANCELLED);
+  EXPECT_STREQ(finish_reason_proto_name(v1::FINISH_REASON_CANCELLED), finish_reason_name(FinishReason::kCancelled));
+}
+
+}  // namespace
+}  // namespace star::server
