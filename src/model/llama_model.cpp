@@ -18,11 +18,9 @@ Result<LlamaModel> LlamaModel::create(LlamaConfig config, LlamaWeights weights) 
 LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, cpu::RopeTable rope)
     : config_(std::move(config)), weights_(std::move(weights)), rope_(std::move(rope)) {}
 
-Result<std::vector<float>> LlamaModel::forward(std::span<const int32_t> tokens,
-                                               std::span<const int32_t> positions,
-                                               LayerAttention& attention, int64_t logit_rows) const {
-  const LlamaConfig& c = config_;
-  const int64_t n = static_cast<int64_t>(tokens.size());
+Status validate_forward_inputs(const LlamaConfig& config, std::span<const int32_t> tokens,
+                               std::span<const int32_t> positions, int64_t logit_rows) {
+  const auto n = static_cast<int64_t>(tokens.size());
   if (positions.size() != tokens.size()) {
     return invalid_argument("forward: " + std::to_string(tokens.size()) + " tokens but " +
                             std::to_string(positions.size()) + " positions");
@@ -32,11 +30,20 @@ Result<std::vector<float>> LlamaModel::forward(std::span<const int32_t> tokens,
                             std::to_string(n) + "]");
   }
   for (int32_t t : tokens) {
-    if (t < 0 || t >= c.vocab_size) {
+    if (t < 0 || t >= config.vocab_size) {
       return invalid_argument("token id " + std::to_string(t) + " outside the vocabulary [0, " +
-                              std::to_string(c.vocab_size) + ")");
+                              std::to_string(config.vocab_size) + ")");
     }
   }
+  return ok_status();
+}
+
+Result<std::vector<float>> LlamaModel::forward(std::span<const int32_t> tokens,
+                                               std::span<const int32_t> positions,
+                                               LayerAttention& attention, int64_t logit_rows) const {
+  const LlamaConfig& c = config_;
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  if (Status s = validate_forward_inputs(c, tokens, positions, logit_rows); !s.ok()) return s;
   if (Status s = attention.begin(n); !s.ok()) return s;
 
   const int64_t dim = c.dim, qd = c.q_dim(), kvd = c.kv_dim(), hid = c.hidden_dim;

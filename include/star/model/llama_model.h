@@ -20,6 +20,11 @@
 
 namespace star {
 
+// The checks every backend's forward pass makes before any work: one position per token,
+// 0 <= logit_rows <= tokens, every id inside the vocabulary.
+Status validate_forward_inputs(const LlamaConfig& config, std::span<const int32_t> tokens,
+                               std::span<const int32_t> positions, int64_t logit_rows);
+
 class LlamaModel {
  public:
   // Fails when the configuration cannot drive RoPE (odd head_dim, bad scaling factors).

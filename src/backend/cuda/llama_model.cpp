@@ -10,6 +10,7 @@
 #include "star/backend/cuda/rms_norm.h"
 #include "star/backend/cuda/rope.h"
 #include "star/backend/cuda/swiglu.h"
+#include "star/model/llama_model.h"
 
 namespace star::cuda {
 namespace {
@@ -88,20 +89,7 @@ Status DeviceLlamaModel::forward_on_device(std::span<const int32_t> tokens,
                                            DeviceLayerAttention& attention, int64_t logit_rows) {
   const LlamaConfig& c = config_;
   const auto n = static_cast<int64_t>(tokens.size());
-  if (positions.size() != tokens.size()) {
-    return invalid_argument("forward: " + std::to_string(tokens.size()) + " tokens but " +
-                            std::to_string(positions.size()) + " positions");
-  }
-  if (logit_rows < 0 || logit_rows > n) {
-    return invalid_argument("forward: logit_rows " + std::to_string(logit_rows) + " outside [0, " +
-                            std::to_string(n) + "]");
-  }
-  for (int32_t t : tokens) {
-    if (t < 0 || t >= c.vocab_size) {
-      return invalid_argument("token id " + std::to_string(t) + " outside the vocabulary [0, " +
-                              std::to_string(c.vocab_size) + ")");
-    }
-  }
+  if (Status s = validate_forward_inputs(c, tokens, positions, logit_rows); !s.ok()) return s;
   if (Status s = reserve_activations(n); !s.ok()) return s;
   if (Status s = ensure(logits_, logit_rows * c.vocab_size); !s.ok()) return s;
   if (Status s = tokens_.copy_from_host(tokens, stream_); !s.ok()) return s;
