@@ -40,6 +40,7 @@ Result<BlockLayout> split_into_blocks(int64_t context_tokens, int64_t block_size
   }
 
   BlockLayout layout;
+  layout.block_size = b;
   layout.blocks.reserve(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     layout.blocks.push_back({i * b, std::min(context_tokens, (i + 1) * b)});

@@ -18,6 +18,7 @@ struct BlockRun {
 };
 
 struct BlockLayout {
+  int64_t block_size = 0;           // b, after resolving 0 to ceil(L / ranks)
   std::vector<TokenRange> blocks;   // n blocks tiling [0, L)
   std::vector<BlockRun> rank_runs;  // one per rank: rank r holds [floor(r*n/H), floor((r+1)*n/H))
   int query_host = 0;               // the rank holding the last block

@@ -1,13 +1,9 @@
 #include "star/attention/plans/blocking.h"
 
-#include <algorithm>
-
 namespace star {
 namespace {
 
 std::string prefix(std::string_view algorithm) { return std::string(algorithm) + ": "; }
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 Status too_few_blocks(std::string_view algorithm, int64_t context_tokens, int n_ranks,
                       int64_t requested_block_size, int64_t block_size, int64_t n_blocks) {
@@ -49,8 +45,8 @@ Status check_block_size(std::string_view algorithm, int64_t block_size) {
   return ok_status();
 }
 
-Result<Blocking> cut_into_blocks(std::string_view algorithm, int64_t context_tokens, int n_ranks,
-                                 int64_t block_size) {
+Result<BlockLayout> cut_into_blocks(std::string_view algorithm, int64_t context_tokens, int n_ranks,
+                                    int64_t block_size) {
   if (Status s = check_rank_count(algorithm, n_ranks); !s.ok()) return s;
   if (Status s = check_block_size(algorithm, block_size); !s.ok()) return s;
   if (context_tokens == 0) {
@@ -59,37 +55,29 @@ Result<Blocking> cut_into_blocks(std::string_view algorithm, int64_t context_tok
                             " needs at least one context token per rank (only dense accepts an "
                             "empty context)");
   }
-  Blocking blocking;
-  blocking.block_size = block_size == 0 ? ceil_div(context_tokens, n_ranks) : block_size;
-  const int64_t n_blocks = ceil_div(context_tokens, blocking.block_size);
+  Result<BlockLayout> layout = split_into_blocks(context_tokens, block_size, n_ranks);
+  if (!layout.ok()) {
+    return invalid_argument(prefix(algorithm) + std::string(layout.status().message()));
+  }
+  const auto n_blocks = static_cast<int64_t>(layout->blocks.size());
   if (n_blocks < n_ranks) {
-    return too_few_blocks(algorithm, context_tokens, n_ranks, block_size, blocking.block_size,
+    return too_few_blocks(algorithm, context_tokens, n_ranks, block_size, layout->block_size,
                           n_blocks);
   }
-  for (int64_t begin = 0; begin < context_tokens; begin += blocking.block_size) {
-    blocking.blocks.push_back({begin, std::min(begin + blocking.block_size, context_tokens)});
-  }
-  for (int64_t r = 0; r <= n_ranks; ++r) {
-    blocking.first_block.push_back(static_cast<int>(r * n_blocks / n_ranks));
-  }
-  return blocking;
+  return layout;
 }
 
-BlockPlan plan_with_shards(std::string algorithm, const Blocking& blocking,
+BlockPlan plan_with_shards(std::string algorithm, const BlockLayout& layout,
                            int64_t context_tokens) {
   BlockPlan plan;
   plan.algorithm = std::move(algorithm);
-  plan.blocks = blocking.blocks;
+  plan.blocks = layout.blocks;
   plan.context_tokens = context_tokens;
   plan.query_position_start = context_tokens;
-  const int n_ranks = static_cast<int>(blocking.first_block.size()) - 1;
+  const int n_ranks = static_cast<int>(layout.rank_runs.size());
   plan.ranks.resize(static_cast<size_t>(n_ranks));
-  for (int r = 0; r < n_ranks; ++r) {
-    const TokenRange& first = blocking.blocks[static_cast<size_t>(blocking.first_block[r])];
-    const TokenRange& last = blocking.blocks[static_cast<size_t>(blocking.first_block[r + 1] - 1)];
-    plan.ranks[static_cast<size_t>(r)].shard = {first.begin, last.end};
-  }
-  plan.query_host = n_ranks - 1;
+  for (int r = 0; r < n_ranks; ++r) plan.ranks[static_cast<size_t>(r)].shard = layout.shard(r);
+  plan.query_host = layout.query_host;
   return plan;
 }
 

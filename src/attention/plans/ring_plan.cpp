@@ -14,13 +14,13 @@ namespace star {
 Result<BlockPlan> build_ring_plan(std::span<const int32_t> context_ids, int n_ranks,
                                   const AttentionConfig& config) {
   const auto context_tokens = static_cast<int64_t>(context_ids.size());
-  Result<Blocking> blocking = cut_into_blocks("ring", context_tokens, n_ranks, config.block_size);
-  if (!blocking.ok()) return blocking.status();
-  BlockPlan plan = plan_with_shards("ring", *blocking, context_tokens);
+  Result<BlockLayout> layout = cut_into_blocks("ring", context_tokens, n_ranks, config.block_size);
+  if (!layout.ok()) return layout.status();
+  BlockPlan plan = plan_with_shards("ring", *layout, context_tokens);
   for (int r = 0; r < n_ranks; ++r) {
     RankPlan& rank = plan.ranks[static_cast<size_t>(r)];
     rank.steps.push_back(context_step(EncodeStep::Kind::kRingSegment, context_ids, rank.shard,
-                                      blocking->first_block[r]));
+                                      layout->rank_runs[static_cast<size_t>(r)].first));
   }
   return plan;
 }

@@ -26,17 +26,17 @@ Result<BlockPlan> build_star_plan(std::span<const int32_t> context_ids, int n_ra
                                   const AttentionConfig& config) {
   if (Status s = check_anchor_size(config.anchor_size); !s.ok()) return s;
   const auto context_tokens = static_cast<int64_t>(context_ids.size());
-  Result<Blocking> blocking = cut_into_blocks("star", context_tokens, n_ranks, config.block_size);
-  if (!blocking.ok()) return blocking.status();
-  BlockPlan plan = plan_with_shards("star", *blocking, context_tokens);
+  Result<BlockLayout> layout = cut_into_blocks("star", context_tokens, n_ranks, config.block_size);
+  if (!layout.ok()) return layout.status();
+  BlockPlan plan = plan_with_shards("star", *layout, context_tokens);
 
   const TokenRange& block0 = plan.blocks.front();
-  const int64_t anchor_size = config.anchor_size == -1 ? blocking->block_size : config.anchor_size;
+  const int64_t anchor_size = config.anchor_size == -1 ? layout->block_size : config.anchor_size;
   const TokenRange anchor{0, std::min(anchor_size, block0.size())};
   for (int r = 0; r < n_ranks; ++r) {
     RankPlan& rank = plan.ranks[static_cast<size_t>(r)];
-    int first = blocking->first_block[r];
-    const int end = blocking->first_block[r + 1];
+    int first = layout->rank_runs[static_cast<size_t>(r)].first;
+    const int end = layout->rank_runs[static_cast<size_t>(r)].last;
     if (first == 0) {
       rank.steps.push_back(context_step(EncodeStep::Kind::kEncodeBlock, context_ids, block0, 0));
       ++first;

@@ -1,5 +1,6 @@
-// Shared by the plan builders: cutting the context into blocks, giving each rank its contiguous run
-// of blocks, and the parts of a BlockPlan that every block-wise algorithm fills the same way.
+// Shared by the plan builders of star, no-anchor and ring: the block layout of block_ranges.h with
+// the stricter rule these algorithms need (every rank gets a block), and the parts of a BlockPlan
+// that every block-wise algorithm fills the same way.
 #pragma once
 
 #include <cstdint>
@@ -9,25 +10,19 @@
 #include <vector>
 
 #include "star/attention/block_plan.h"
+#include "star/attention/block_ranges.h"
 #include "star/common/status.h"
 
 namespace star {
 
-struct Blocking {
-  int64_t block_size = 0;          // after resolving 0 to ceil(L / H)
-  std::vector<TokenRange> blocks;  // n = ceil(L / block_size); the last may be shorter
-  // [H + 1]: rank r holds blocks [first_block[r], first_block[r + 1]), first_block[r] = r * n / H.
-  std::vector<int> first_block;
-};
-
 // INVALID_ARGUMENT when n_ranks < 1, block_size < 0, the context is empty, or there are fewer
 // blocks than ranks. `algorithm` names the caller in messages.
-Result<Blocking> cut_into_blocks(std::string_view algorithm, int64_t context_tokens, int n_ranks,
+Result<BlockLayout> cut_into_blocks(std::string_view algorithm, int64_t context_tokens, int n_ranks,
                                  int64_t block_size);
 
 // A plan with blocks, one RankPlan per rank with its shard (no steps yet), the query host (the rank
 // with the last block) and query positions starting at L.
-BlockPlan plan_with_shards(std::string algorithm, const Blocking& blocking, int64_t context_tokens);
+BlockPlan plan_with_shards(std::string algorithm, const BlockLayout& layout, int64_t context_tokens);
 
 // One step over the context tokens in `range`, at their global positions.
 EncodeStep context_step(EncodeStep::Kind kind, std::span<const int32_t> context_ids,
