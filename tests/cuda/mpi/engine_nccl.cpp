@@ -82,7 +82,9 @@ TEST_F(NcclEngine, Phase2SendsTheSameFloatsOverNcclAsOverMpi) {
   auto gpu = run_inference(gpu_, *comm_, r);
   ASSERT_TRUE(cpu.ok() && gpu.ok());
   EXPECT_EQ(gpu->generation.floats_sent, cpu->generation.floats_sent);
-  if (comm_->size() > 1) EXPECT_GT(gpu->generation.floats_sent, 0);
+  if (comm_->size() > 1) {
+    EXPECT_GT(gpu->generation.floats_sent, 0);
+  }
 }
 
 }  // namespace
