@@ -7,7 +7,7 @@
 #                             [--wrap "apptainer exec --nv star.sif"] [--dry-run] -- TOOL [ARGS...]
 #
 #   TOOL       star-server, star-run or star-bench (looked up in $STAR_BIN_DIR, default ./build),
-#              or a path. ARGS go to the tool unchanged.
+#              or a path. ARGS go to the tool unchanged: give it --backend cuda to use the GPUs.
 #   hostfile   one node per line, Open MPI syntax ("gpu-node-01 slots=8"); '#' starts a comment.
 #              Only the names are read: ranks per node come from --gpus-per-node.
 #   --nodes    use the first N nodes of the hostfile (default: all of them).

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <memory>
 #include <numeric>
 #include <optional>
 
-#include "star/attention/layer_attentions.h"
 #include "star/engine/stop_strings.h"
 #include "star/tokenizer/streaming_decoder.h"
 
@@ -73,8 +73,8 @@ class AnswerTracker {
 
 }  // namespace
 
-Result<GenerationResult> generate(const LlamaModel& model, const Tokenizer& tokenizer, const ShardLayout& layout,
-                                  Communicator& comm, KvCache& shard, std::span<const int32_t> query_ids,
+Result<GenerationResult> generate(EngineModel& model, const Tokenizer& tokenizer, const ShardLayout& layout,
+                                  Communicator& comm, KvShard& shard, std::span<const int32_t> query_ids,
                                   const GenerationOptions& options, const TokenSink& sink) {
   if (query_ids.empty()) return invalid_argument("query: empty (at least one token is needed)");
   if (options.max_tokens < 1) {
@@ -83,8 +83,10 @@ Result<GenerationResult> generate(const LlamaModel& model, const Tokenizer& toke
   const bool is_root = comm.rank() == 0;
   const auto start = Clock::now();
   GenerationResult result;
-  ShardedQueryAttention attention(AttentionShape::of(model.config()), comm, shard,
-                                  comm.rank() == layout.query_host, layout.window);
+  Result<std::unique_ptr<EngineAttention>> sharded =
+      model.sharded_query(comm, shard, comm.rank() == layout.query_host, layout.window);
+  if (!sharded.ok()) return sharded.status();
+  EngineAttention& attention = **sharded;
   Sampler sampler(options.sampling);
   AnswerTracker answer(tokenizer, model.config(), options, sink);
 

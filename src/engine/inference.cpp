@@ -56,7 +56,6 @@ Result<std::vector<T>> gather_one(Communicator& comm, T value) {
 Result<EncodedContext> encode_request_context(const RuntimeModel& model, Communicator& comm,
                                               std::span<const int32_t> context_ids, const AttentionConfig& attention,
                                               int64_t reserve_tokens, const BlockProgress& progress) {
-  const LlamaConfig& config = model.llama->config();
   // An empty context has nothing to split: every algorithm degenerates to dense.
   AttentionConfig effective = attention;
   if (context_ids.empty()) effective.algorithm = "dense";
@@ -67,10 +66,12 @@ Result<EncodedContext> encode_request_context(const RuntimeModel& model, Communi
   out.layout = ShardLayout::of(*plan);
   out.algorithm = plan->algorithm;
   out.context_tokens = static_cast<int64_t>(context_ids.size());
-  out.shard = KvCache(config.n_layers, config.n_kv_heads, config.head_dim);
   const bool host = comm.rank() == plan->query_host;
-  out.shard.reserve(plan->ranks[comm.rank()].shard.size() + (host ? reserve_tokens : 0));
-  Result<Phase1Stats> phase1 = encode_context(*model.llama, *plan, comm, out.shard, progress);
+  Result<std::unique_ptr<KvShard>> shard =
+      model.engine->new_shard(plan->ranks[comm.rank()].shard.size() + (host ? reserve_tokens : 0));
+  if (!shard.ok()) return shard.status();
+  out.shard = std::move(*shard);
+  Result<Phase1Stats> phase1 = encode_context(*model.engine, *plan, comm, *out.shard, progress);
   if (!phase1.ok()) return phase1.status();
 
   auto wall = gather_one(comm, phase1->wall_seconds);
@@ -90,10 +91,10 @@ Result<EncodedContext> encode_request_context(const RuntimeModel& model, Communi
 Result<GenerationResult> answer_query(const RuntimeModel& model, Communicator& comm, EncodedContext& context,
                                       std::span<const int32_t> query_ids, const GenerationOptions& options,
                                       const TokenSink& sink) {
-  const int64_t encoded = context.shard.tokens();
+  const int64_t encoded = context.shard->tokens();
   Result<GenerationResult> gen =
-      generate(*model.llama, *model.tokenizer, context.layout, comm, context.shard, query_ids, options, sink);
-  context.shard.truncate(encoded);
+      generate(*model.engine, *model.tokenizer, context.layout, comm, *context.shard, query_ids, options, sink);
+  context.shard->truncate(encoded);
   return gen;
 }
 

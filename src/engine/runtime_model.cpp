@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "star/engine/cpu_engine_model.h"
 #include "star/model/model_loader.h"
 #include "star/tokenizer/sentencepiece_tokenizer.h"
 #include "star/tokenizer/tokenizer_json.h"
@@ -44,6 +45,7 @@ Result<RuntimeModel> open_model(const std::filesystem::path& path) {
   Result<LlamaModel> llama = LlamaModel::create(std::move(config), std::move(loaded->weights));
   if (!llama.ok()) return Status(llama.status().code(), path.string() + ": " + llama.status().message());
   out.llama = std::make_unique<LlamaModel>(std::move(*llama));
+  out.engine = std::make_unique<CpuEngineModel>(*out.llama);
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "star/dist/self_communicator.h"
 #include "star/engine/inference.h"
+#include "star/model/kv_cache.h"
 #include "star/server/proto_convert.h"
 #include "star/server/star_server.h"
 #include "support/star_calls.h"

@@ -13,9 +13,8 @@
 #include "star/attention/block_plan.h"
 #include "star/common/status.h"
 #include "star/dist/communicator.h"
+#include "star/engine/engine_model.h"
 #include "star/engine/sampler.h"
-#include "star/model/kv_cache.h"
-#include "star/model/llama_model.h"
 #include "star/tokenizer/tokenizer.h"
 
 namespace star {
@@ -57,8 +56,9 @@ struct GenerationResult {
 // cancels the generation at this token.
 using TokenSink = std::function<bool(int32_t id, std::string_view text)>;
 
-Result<GenerationResult> generate(const LlamaModel& model, const Tokenizer& tokenizer, const ShardLayout& layout,
-                                  Communicator& comm, KvCache& shard, std::span<const int32_t> query_ids,
+// `shard` was made by `model` (Phase 1's output); the query host appends the query and the answer.
+Result<GenerationResult> generate(EngineModel& model, const Tokenizer& tokenizer, const ShardLayout& layout,
+                                  Communicator& comm, KvShard& shard, std::span<const int32_t> query_ids,
                                   const GenerationOptions& options, const TokenSink& sink = {});
 
 }  // namespace star

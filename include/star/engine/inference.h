@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "star/attention/attention_config.h"
@@ -24,7 +25,7 @@ struct InferenceRequest {
 // same EncodedContext can answer many queries (answer_query restores the shard afterwards).
 struct EncodedContext {
   ShardLayout layout;
-  KvCache shard;
+  std::unique_ptr<KvShard> shard;  // made by the RuntimeModel's engine model
   std::string algorithm;
   int64_t context_tokens = 0;
   std::vector<double> phase1_rank_wall_seconds;     // each rank's Phase 1 wall time

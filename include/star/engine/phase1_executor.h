@@ -8,8 +8,7 @@
 #include "star/attention/block_plan.h"
 #include "star/common/status.h"
 #include "star/dist/communicator.h"
-#include "star/model/kv_cache.h"
-#include "star/model/llama_model.h"
+#include "star/engine/engine_model.h"
 
 namespace star {
 
@@ -24,9 +23,10 @@ struct Phase1Stats {
 // Called on each rank after each block it encoded: (block index, blocks done here, blocks here).
 using BlockProgress = std::function<void(int block_index, int done, int total)>;
 
-// Encodes this rank's steps of `plan` into `shard` (which must be empty). Collective for ring
-// plans: every rank of `comm` must call it with the same plan.
-Result<Phase1Stats> encode_context(const LlamaModel& model, const BlockPlan& plan, Communicator& comm,
-                                   KvCache& shard, const BlockProgress& progress = {});
+// Encodes this rank's steps of `plan` into `shard` (which must be empty, made by `model`).
+// Collective for ring plans: every rank of `comm` must call it with the same plan. A plan with a
+// step kind the backend cannot run fails on every rank before any work.
+Result<Phase1Stats> encode_context(EngineModel& model, const BlockPlan& plan, Communicator& comm,
+                                   KvShard& shard, const BlockProgress& progress = {});
 
 }  // namespace star

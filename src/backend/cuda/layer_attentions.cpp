@@ -1,5 +1,6 @@
 #include "star/backend/cuda/layer_attentions.h"
 
+#include <chrono>
 #include <cmath>
 #include <string>
 
@@ -156,14 +157,17 @@ Status DeviceShardedQueryAttention::attend(int64_t layer, const float* q, const 
       !s.ok()) {
     return s;
   }
+  const auto start = std::chrono::steady_clock::now();
   if (Status s = comm_.all_gather(local_.data(), static_cast<size_t>(per_rank) * sizeof(float),
                                   gathered_.data());
       !s.ok()) {
     return s;
   }
   floats_sent_ += per_rank;
-  return merge_packed_partials(gathered_.data(), comm_.size(), n, shape_.n_heads, shape_.head_dim,
-                               out, lse_.data(), stream);
+  Status merged = merge_packed_partials(gathered_.data(), comm_.size(), n, shape_.n_heads, shape_.head_dim,
+                                        out, lse_.data(), stream);
+  gather_merge_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return merged;
 }
 
 }  // namespace star::cuda

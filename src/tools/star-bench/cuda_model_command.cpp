@@ -61,6 +61,38 @@ Result<DeviceBuffer<T>> filled(size_t count, float value) {
   return DeviceBuffer<T>::upload(host);
 }
 
+// The device's datasheet ceilings from its attributes: DRAM bandwidth (double data rate over the
+// bus) and dense bf16 tensor-core FLOP/s (SMs × clock × FLOPs per SM per clock of the architecture;
+// 0 for an architecture not listed).
+struct DevicePeaks {
+  double memory_gbps = 0;
+  double bf16_tflops = 0;
+};
+
+DevicePeaks device_peaks(int device) {
+  int memory_khz = 0, bus_bits = 0, sm_khz = 0, sms = 0, major = 0, minor = 0;
+  cudaDeviceGetAttribute(&memory_khz, cudaDevAttrMemoryClockRate, device);
+  cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device);
+  cudaDeviceGetAttribute(&sm_khz, cudaDevAttrClockRate, device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+  // Dense bf16 FLOPs per SM per clock: A100 2048, the other Ampere / Ada parts 1024, H100 4096,
+  // B200 8192.
+  const double per_sm_clock = major == 8 ? (minor == 0 ? 2048 : 1024) : major == 9 ? 4096 : major == 10 ? 8192 : 0;
+  DevicePeaks peaks;
+  peaks.memory_gbps = 2.0 * memory_khz * 1e3 * (bus_bits / 8.0) / 1e9;
+  peaks.bf16_tflops = per_sm_clock * sms * sm_khz * 1e3 / 1e12;
+  return peaks;
+}
+
+std::string fraction_of(double rate, double peak) {
+  if (peak <= 0) return "n/a";
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.0f%%", 100 * rate / peak);
+  return text;
+}
+
 struct Row {
   std::string kernel;
   double ms;
@@ -199,29 +231,37 @@ int run_cuda_model_command(const ModelCommandOptions& o, const LlamaModel& llama
     rows.push_back({p.name, *ms, p.amount, p.flops});
   }
 
+  int device = 0;
+  cudaGetDevice(&device);
   cudaDeviceProp props{};
-  cudaGetDeviceProperties(&props, 0);
+  cudaGetDeviceProperties(&props, device);
+  const DevicePeaks peaks = device_peaks(device);
   std::printf("GPU %s, %d SMs; model dim %lld, %lld layers, %lld/%lld heads, d %lld, vocab %lld; %.2f GB of weights\n",
               props.name, props.multiProcessorCount, static_cast<long long>(c.dim),
               static_cast<long long>(c.n_layers), static_cast<long long>(c.n_heads),
               static_cast<long long>(c.n_kv_heads), static_cast<long long>(c.head_dim),
               static_cast<long long>(c.vocab_size), (*model)->weight_bytes() / 1e9);
-  std::printf("rooflines: copy %.0f GB/s; bf16 GEMM %lldx%lldx%lld %.1f TFLOP/s\n", copy_gbps,
+  std::printf("rooflines measured: copy %.0f GB/s; bf16 GEMM %lldx%lldx%lld %.1f TFLOP/s\n", copy_gbps,
               static_cast<long long>(gn), static_cast<long long>(c.hidden_dim), static_cast<long long>(c.dim),
               gemm_tflops);
+  std::printf("rooflines from device attributes: memory %.0f GB/s; dense bf16 tensor cores %.1f TFLOP/s\n",
+              peaks.memory_gbps, peaks.bf16_tflops);
   std::printf("prefill %lld tokens: %.1f tokens/s; decode %lld tokens: %.2f tokens/s (%.2f ms/token)\n",
               static_cast<long long>(n), n / prefill_s, static_cast<long long>(o.decode_tokens),
               o.decode_tokens / decode_s, 1e3 * decode_s / o.decode_tokens);
-  std::printf("| kernel (n = %lld) | time | rate | roofline | fraction |\n|---|---|---|---|---|\n",
+  std::printf("| kernel (n = %lld) | time | rate | measured roofline | fraction | device peak | fraction |\n"
+              "|---|---|---|---|---|---|---|\n",
               static_cast<long long>(n));
   for (const Row& r : rows) {
     const double rate = r.amount / (r.ms * 1e-3);
     if (r.flops) {
-      std::printf("| %s | %.3f ms | %.2f TFLOP/s | %.1f TFLOP/s | %.0f%% |\n", r.kernel.c_str(), r.ms, rate / 1e12,
-                  gemm_tflops, 100 * rate / 1e12 / gemm_tflops);
+      std::printf("| %s | %.3f ms | %.2f TFLOP/s | %.1f TFLOP/s | %.0f%% | %.1f TFLOP/s | %s |\n", r.kernel.c_str(),
+                  r.ms, rate / 1e12, gemm_tflops, 100 * rate / 1e12 / gemm_tflops, peaks.bf16_tflops,
+                  fraction_of(rate / 1e12, peaks.bf16_tflops).c_str());
     } else {
-      std::printf("| %s | %.3f ms | %.0f GB/s | %.0f GB/s | %.0f%% |\n", r.kernel.c_str(), r.ms, rate / 1e9, copy_gbps,
-                  100 * rate / 1e9 / copy_gbps);
+      std::printf("| %s | %.3f ms | %.0f GB/s | %.0f GB/s | %.0f%% | %.0f GB/s | %s |\n", r.kernel.c_str(), r.ms,
+                  rate / 1e9, copy_gbps, 100 * rate / 1e9 / copy_gbps, peaks.memory_gbps,
+                  fraction_of(rate / 1e9, peaks.memory_gbps).c_str());
     }
   }
   return 0;

@@ -1,6 +1,7 @@
 // `star-bench model --backend cuda`: DeviceLlamaModel prefill and decode on the current GPU, and
-// each kernel's time against the two rooflines measured on the same GPU: the bf16 tensor-core GEMM
-// rate (cuBLASLt, the model's MLP shape) and the device-to-device copy bandwidth.
+// each kernel's time against two pairs of rooflines: measured on the same GPU (the bf16 cuBLASLt
+// GEMM rate at the model's MLP shape, the device-to-device copy bandwidth) and the datasheet peaks
+// derived from the device attributes (memory clock × bus width, SMs × clock × tensor-core rate).
 #pragma once
 
 #include "model_command.h"

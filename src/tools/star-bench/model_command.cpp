@@ -10,6 +10,7 @@
 #include "cuda_model_command.h"
 #include "machine_rates.h"
 #include "star/attention/layer_attentions.h"
+#include "star/backend/backend_selection.h"
 #include "star/engine/runtime_model.h"
 
 namespace star {
@@ -41,7 +42,7 @@ CLI::App* add_model_command(CLI::App& app, ModelCommandOptions& o) {
       ->capture_default_str()->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--repeats", o.repeats, "best of this many prefills")->capture_default_str()->check(CLI::Range(1, 100));
   cmd->add_option("--backend", o.backend, "cpu, or cuda (the GPU, with per-kernel rooflines)")
-      ->capture_default_str()->check(CLI::IsMember({"cpu", "cuda"}));
+      ->capture_default_str()->check(CLI::IsMember(backend_names()));
   return cmd;
 }
 
@@ -49,7 +50,10 @@ int run_model_command(const ModelCommandOptions& o) {
   const std::string& model_path = o.model_path;
   const int64_t prompt_tokens = o.prompt_tokens, decode_tokens = o.decode_tokens;
   const int repeats = o.repeats;
-
+  if (Status s = check_backend(o.backend); !s.ok()) {
+    std::fprintf(stderr, "%s\n", s.to_string().c_str());
+    return 1;
+  }
   Result<RuntimeModel> model = open_model(model_path);
   if (!model.ok()) {
     std::fprintf(stderr, "%s\n", model.status().to_string().c_str());

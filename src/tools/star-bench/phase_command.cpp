@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "star/attention/attention_config_io.h"
+#include "star/backend/backend_selection.h"
 #include "star/dist/mpi_communicator.h"
 #include "star/dist/mpi_runtime.h"
 #include "star/engine/inference.h"
@@ -21,6 +22,8 @@ CLI::App* add_phase_command(CLI::App& app, PhaseCommandOptions& o) {
   cmd->add_option("--context", o.context, "context tokens")->capture_default_str()->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--query", o.query, "query tokens")->capture_default_str()->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--decode-tokens", o.decode_tokens, "tokens generated")->capture_default_str()->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--backend", o.backend, "cpu, or cuda (one GPU per rank, by local rank)")
+      ->capture_default_str()->check(CLI::IsMember(backend_names()));
   add_attention_options(*cmd, o.attention_flags, o.attention_config_file);
   return cmd;
 }
@@ -37,6 +40,10 @@ int run_phase_command(const CLI::App& command, const PhaseCommandOptions& o) {
     return 1;
   }
   Communicator& comm = **world;
+  if (Status s = check_backend(o.backend); !s.ok()) {
+    std::fprintf(stderr, "%s\n", s.to_string().c_str());
+    return 2;
+  }
   const int64_t context = o.context, query = o.query, decode = o.decode_tokens;
   Result<AttentionConfig> resolved = resolve_attention_options(command, o.attention_flags, o.attention_config_file);
   Result<RuntimeModel> model = open_model(o.model_path);
@@ -45,6 +52,10 @@ int run_phase_command(const CLI::App& command, const PhaseCommandOptions& o) {
       if (comm.rank() == 0) std::fprintf(stderr, "%s\n", s->to_string().c_str());
       return 2;
     }
+  }
+  if (Status s = select_backend(*model, o.backend); !s.ok()) {
+    std::fprintf(stderr, "rank %d: %s\n", comm.rank(), s.to_string().c_str());
+    return 2;
   }
   InferenceRequest request;
   request.attention = *resolved;
@@ -70,6 +81,7 @@ int run_phase_command(const CLI::App& command, const PhaseCommandOptions& o) {
     const int64_t steps = static_cast<int64_t>(g.tokens.size());
     nlohmann::json j;
     j["algorithm"] = out->algorithm;
+    j["backend"] = o.backend;
     j["context"] = context;
     j["ranks"] = comm.size();
     j["block_size"] = request.attention.block_size;

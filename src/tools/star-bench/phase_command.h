@@ -1,7 +1,7 @@
 // `star-bench phase` (under mpirun): one request with a random context of a given length through
 // Phase 1 and Phase 2; rank 0 prints one JSON line with the critical path, per-rank times, decode
 // speed and all-gather traffic. scripts/bench/phase_sweep.py drives it over lengths, ranks and
-// algorithms.
+// algorithms; --backend cuda runs both phases on one GPU per rank.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -20,6 +20,7 @@ struct PhaseCommandOptions {
   int64_t decode_tokens = 16;
   AttentionConfig attention_flags;
   std::string attention_config_file;
+  std::string backend = "cpu";  // cpu | cuda (one GPU per rank)
 };
 
 CLI::App* add_phase_command(CLI::App& app, PhaseCommandOptions& options);

@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -12,6 +14,7 @@
 #include <sstream>
 
 #include "star/attention/attention_config_io.h"
+#include "star/backend/backend_selection.h"
 #include "star/common/logging.h"
 #include "star/common/thread_environment.h"
 #include "star/dist/broadcast_string.h"
@@ -29,6 +32,7 @@ struct Options {
   std::string model;
   std::string prompt, context_file, query, input, output;
   std::string log_level = "info";
+  std::string backend = "cpu";
   std::string attention_config_file;
   AttentionConfig attention;
   GenerationOptions generation;
@@ -108,12 +112,19 @@ void log_outcome(const InferenceOutcome& o) {
                o.phase1_seconds(), g.first_token_seconds, per_token * 1e3);
 }
 
+// Every rank's verdict on a step, so that all go on or all stop together.
+bool all_ranks_ok(Communicator& comm, const Status& mine) {
+  if (!mine.ok()) spdlog::error("{}", mine.to_string());
+  std::vector<uint8_t> all(comm.size());
+  const uint8_t ok = mine.ok() ? 1 : 0;
+  if (Status s = comm.all_gather(&ok, 1, all.data()); !s.ok()) return false;
+  return std::all_of(all.begin(), all.end(), [](uint8_t v) { return v == 1; });
+}
+
 int run(const Options& o, Communicator& comm) {
   Result<RuntimeModel> model = open_model(o.model);
-  if (!model.ok()) {
-    spdlog::error("{}", model.status().to_string());
-    return 1;
-  }
+  if (!all_ranks_ok(comm, model.status())) return 1;
+  if (!all_ranks_ok(comm, select_backend(*model, o.backend))) return 1;
   const bool root = comm.rank() == 0;
   std::vector<json> requests;
   std::string batch;
@@ -211,6 +222,8 @@ int main(int argc, char** argv) {
   app.add_option("--stop", o.generation.stop_strings, "stop string (repeatable)");
   app.add_flag("--ignore-eos", o.generation.ignore_eos, "keep generating past end-of-text tokens");
   app.add_option("--log-level", o.log_level, "trace|debug|info|warn|error")->capture_default_str();
+  app.add_option("--backend", o.backend, "cpu, or cuda (one GPU per rank, by local rank)")
+      ->capture_default_str()->check(CLI::IsMember(star::backend_names()));
   star::add_attention_options(app, o.attention, o.attention_config_file);
   context->needs(query);
   query->needs(context);
@@ -224,6 +237,10 @@ int main(int argc, char** argv) {
   star::init_logging(comm.rank(), o.log_level);
   if (o.prompt.empty() && o.context_file.empty() && o.input.empty()) {
     if (comm.rank() == 0) spdlog::error("give --prompt, --context-file with --query, or --input");
+    return 2;
+  }
+  if (star::Status s = star::check_backend(o.backend); !s.ok()) {
+    spdlog::error("{}", s.to_string());
     return 2;
   }
   star::Result<star::AttentionConfig> attention = star::resolve_attention_options(app, o.attention, o.attention_config_file);

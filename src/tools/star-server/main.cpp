@@ -19,6 +19,7 @@
 #include <fstream>
 
 #include "star/attention/attention_config_io.h"
+#include "star/backend/backend_selection.h"
 #include "star/common/logging.h"
 #include "star/common/thread_environment.h"
 #include "star/dist/mpi_communicator.h"
@@ -38,6 +39,7 @@ using namespace star::server;
 struct Options {
   std::string model;
   std::string log_level = "info";
+  std::string backend = "cpu";
   std::string port_file;
   std::string attention_config_file;
   AttentionConfig attention_flags;
@@ -67,6 +69,14 @@ Result<bool> all_ok(Communicator& comm, bool ok) {
   return std::all_of(all.begin(), all.end(), [](uint8_t v) { return v == 1; });
 }
 
+// Collective: moves the model's engine to --backend on every rank; true when every rank managed.
+bool on_backend(RuntimeModel& model, const std::string& backend, Communicator& comm) {
+  Status selected = select_backend(model, backend);
+  if (!selected.ok()) spdlog::error("{}", selected.to_string());
+  Result<bool> all = all_ok(comm, selected.ok());
+  return all.ok() && *all;
+}
+
 // The ranks no longer agree (a failed collective): end the whole job rather than leave ranks waiting.
 [[noreturn]] void abort_all_ranks(const Status& why) {
   spdlog::critical("{}; aborting every rank", why.to_string());
@@ -93,6 +103,7 @@ int serve_rank0(const Options& o, Communicator& comm, MpiDoorbell& doorbell) {
     if (model.ok()) spdlog::error("another rank could not load the model");
     return 1;
   }
+  if (!on_backend(*model, o.backend, comm)) return 1;
   RankEngine engine(*model, comm);
   Status served = s.serve(engine, [&doorbell] { return doorbell.ring(); });
   if (!served.ok()) abort_all_ranks(served);
@@ -111,6 +122,7 @@ int serve_worker(const Options& o, Communicator& comm, MpiDoorbell& doorbell) {
   if (!model.ok()) spdlog::error("{}", model.status().to_string());
   Result<bool> loaded = all_ok(comm, model.ok());
   if (!loaded.ok() || !*loaded) return 1;
+  if (!on_backend(*model, o.backend, comm)) return 1;
   RankEngine engine(*model, comm);
   if (Status s = run_worker_loop(engine, [&doorbell] { return doorbell.wait(); }); !s.ok()) abort_all_ranks(s);
   return 0;
@@ -167,6 +179,8 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--port-file", o.port_file, "once listening, write the port and rank 0's pid here (one a line)");
   app.add_option("--log-level", o.log_level, "trace|debug|info|warn|error")->capture_default_str();
+  app.add_option("--backend", o.backend, "cpu, or cuda (one GPU per rank, by local rank)")
+      ->capture_default_str()->check(CLI::IsMember(star::backend_names()));
   star::add_attention_options(app, o.attention_flags, o.attention_config_file);
   app.add_option("--config", o.attention_config_file, "the same as --attention-config")
       ->group("Attention")
@@ -177,6 +191,10 @@ int main(int argc, char** argv) {
     return comm.rank() == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 2);
   }
   star::init_logging(comm.rank(), o.log_level);
+  if (star::Status backend = star::check_backend(o.backend); !backend.ok()) {
+    spdlog::error("{}", backend.to_string());
+    return 2;
+  }
   star::Result<star::AttentionConfig> attention =
       star::resolve_attention_options(app, o.attention_flags, o.attention_config_file);
   if (!attention.ok()) {

@@ -69,6 +69,8 @@ class DeviceShardedQueryAttention final : public DeviceLayerAttention {
 
   // Floats this rank sent in all-gathers so far (Hq·(d+1) per layer and token).
   int64_t floats_sent() const { return floats_sent_; }
+  // Wall seconds in the all-gather and launching the merge (which then runs asynchronously).
+  double gather_merge_seconds() const { return gather_merge_seconds_; }
 
  private:
   AttentionShape shape_;
@@ -78,6 +80,7 @@ class DeviceShardedQueryAttention final : public DeviceLayerAttention {
   AttentionWindow window_;
   int64_t first_ = 0;
   int64_t floats_sent_ = 0;
+  double gather_merge_seconds_ = 0;
   DeviceBuffer<float> local_;     // [out n·Hq·d | lse n·Hq]
   DeviceBuffer<float> gathered_;  // P × local
   DeviceBuffer<float> lse_;       // [n, Hq] of the merge

@@ -1,0 +1,27 @@
+// --backend cpu|cuda for the tools: which EngineModel a RuntimeModel runs on. The CPU backend is
+// always there; the CUDA one where the build has it (STAR_WITH_CUDA) and the rank sees a GPU.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "star/common/status.h"
+#include "star/engine/runtime_model.h"
+
+namespace star {
+
+// The names --backend accepts: "cpu", "cuda".
+std::vector<std::string> backend_names();
+
+// Ok when this build has `backend` and this process can run it; otherwise a status naming what is
+// missing (an unknown name, a build without CUDA, no visible device). Local and cheap: call it
+// before loading anything.
+Status check_backend(std::string_view backend);
+
+// Moves `model`'s engine onto `backend`. "cpu" keeps open_model's engine. "cuda": collective over
+// MPI_COMM_WORLD (MPI initialized): picks this rank's GPU by its index among the ranks on its
+// host, bootstraps NCCL over MPI for Phase 2's all-gather and uploads the weights (bf16).
+Status select_backend(RuntimeModel& model, std::string_view backend);
+
+}  // namespace star

@@ -1,0 +1,52 @@
+// CpuEngineModel: EngineModel over the CPU backend. Each call hands the engine's buffers straight
+// to LlamaModel and the LayerAttention classes: no copies, the same arithmetic as calling them
+// directly.
+#pragma once
+
+#include <memory>
+
+#include "star/engine/engine_model.h"
+#include "star/model/kv_cache.h"
+#include "star/model/llama_model.h"
+
+namespace star {
+
+// A KvCache as the engine's shard.
+class CpuKvShard final : public KvShard {
+ public:
+  explicit CpuKvShard(KvCache cache) : cache(std::move(cache)) {}
+  int64_t tokens() const override { return cache.tokens(); }
+  size_t bytes() const override { return cache.bytes(); }
+  void truncate(int64_t tokens) override { cache.truncate(tokens); }
+
+  KvCache cache;
+};
+
+class CpuEngineModel final : public EngineModel {
+ public:
+  // `model` must outlive this.
+  explicit CpuEngineModel(const LlamaModel& model) : model_(model) {}
+
+  const LlamaConfig& config() const override { return model_.config(); }
+  std::string_view backend_name() const override { return "cpu"; }
+  Status supports(EncodeStep::Kind) const override { return ok_status(); }
+
+  Result<std::unique_ptr<KvShard>> new_shard(int64_t capacity) override;
+  Status append(const KvShard& from, KvShard& to) override;
+
+  Result<std::unique_ptr<EngineAttention>> local_causal(KvShard& cache) override;
+  Result<std::unique_ptr<EngineAttention>> prefixed_block(const KvShard& prefix, KvShard& shard,
+                                                          AttentionWindow window) override;
+  Result<std::unique_ptr<EngineAttention>> ring_segment(Communicator& comm, KvShard& shard,
+                                                        std::vector<int64_t> segment_tokens) override;
+  Result<std::unique_ptr<EngineAttention>> sharded_query(Communicator& comm, KvShard& shard, bool is_query_host,
+                                                         AttentionWindow window) override;
+
+  Result<std::vector<float>> forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                                     EngineAttention& attention, int64_t logit_rows) override;
+
+ private:
+  const LlamaModel& model_;
+};
+
+}  // namespace star

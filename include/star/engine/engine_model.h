@@ -1,0 +1,81 @@
+// EngineModel: what the Phase 1 executor and the Phase 2 generator need from a backend, and
+// nothing more: a KV shard, the four LayerAttention kinds they drive, and a forward pass that
+// returns host logits (the sampler stays on the host, so every backend samples identically).
+//
+//   CpuEngineModel   (cpu_engine_model.h)            LlamaModel and KvCache, float32, as before
+//   CudaEngineModel  (backend/cuda/engine_model.h)   DeviceLlamaModel and DeviceKvCache, bf16 KV;
+//                                                    Phase 2 all-gathers on a device communicator
+//
+// Attentions and shards are opaque to the engine and belong to the model that made them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "star/attention/block_plan.h"
+#include "star/common/status.h"
+#include "star/dist/communicator.h"
+#include "star/model/llama_config.h"
+
+namespace star {
+
+// One sequence's keys and values (or one rank's shard of them), wherever the backend keeps them.
+class KvShard {
+ public:
+  virtual ~KvShard() = default;
+  virtual int64_t tokens() const = 0;
+  virtual size_t bytes() const = 0;  // exact bytes of the tokens held
+  virtual void truncate(int64_t tokens) = 0;
+};
+
+// A LayerAttention of some backend, with what the engine reports about it.
+class EngineAttention {
+ public:
+  virtual ~EngineAttention() = default;
+  // Ring: CPU seconds spent passing KV around the ring.
+  virtual double communication_cpu_seconds() const { return 0; }
+  // Phase 2: floats sent in all-gathers, and wall seconds in the all-gather and merge.
+  virtual int64_t floats_sent() const { return 0; }
+  virtual double gather_merge_seconds() const { return 0; }
+};
+
+class EngineModel {
+ public:
+  virtual ~EngineModel() = default;
+
+  virtual const LlamaConfig& config() const = 0;
+  virtual std::string_view backend_name() const = 0;  // "cpu", "cuda"
+
+  // Ok when this backend can run steps of `kind`; otherwise UNIMPLEMENTED naming the backend.
+  virtual Status supports(EncodeStep::Kind kind) const = 0;
+
+  // An empty shard with room for `capacity` tokens.
+  virtual Result<std::unique_ptr<KvShard>> new_shard(int64_t capacity) = 0;
+  // Appends every row of `from` to `to`.
+  virtual Status append(const KvShard& from, KvShard& to) = 0;
+
+  // The LayerAttention kinds of star/attention/layer_attentions.h over this backend's shards.
+  virtual Result<std::unique_ptr<EngineAttention>> local_causal(KvShard& cache) = 0;
+  virtual Result<std::unique_ptr<EngineAttention>> prefixed_block(const KvShard& prefix, KvShard& shard,
+                                                                  AttentionWindow window) = 0;
+  virtual Result<std::unique_ptr<EngineAttention>> ring_segment(Communicator& comm, KvShard& shard,
+                                                                std::vector<int64_t> segment_tokens) = 0;
+  // comm: the engine's (host) communicator; a backend may run the all-gather on its own transport
+  // with the same ranks.
+  virtual Result<std::unique_ptr<EngineAttention>> sharded_query(Communicator& comm, KvShard& shard,
+                                                                 bool is_query_host, AttentionWindow window) = 0;
+
+  // LlamaModel::forward with an attention made by this model: the last `logit_rows` rows of
+  // logits, [logit_rows, vocab], on the host.
+  virtual Result<std::vector<float>> forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                                             EngineAttention& attention, int64_t logit_rows) = 0;
+
+  // Waits for the work enqueued so far (a no-op where forward is synchronous), so timings hold.
+  virtual Status synchronize() { return ok_status(); }
+};
+
+}  // namespace star
