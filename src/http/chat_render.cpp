@@ -72,7 +72,7 @@ Result<Pieces> render_llama2(std::span<const ChatMessage> messages, size_t user,
     }
     if (i == user) p.query_start = p.pieces.size();
     if (m.role == "assistant") {
-      p.pieces.push_back(" " + trim(m.content) + " " + tokens.eos);
+      p.pieces.push_back(std::string(" ").append(trim(m.content)).append(" ").append(tokens.eos));
       continue;
     }
     if (i == first && has_system) {
