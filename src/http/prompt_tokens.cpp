@@ -25,11 +25,15 @@ std::optional<ApiError> prompt_tokens(Backend& backend, const ModelFacts& model,
   }
   Result<RenderedChat> chat = render_chat(model.chat_format, request.messages, model.special_tokens);
   if (!chat.ok()) return invalid_request(chat.status());
-  // With star.context_id the stored context stands in for the rendered one.
   if (request.star.context_id.empty()) {
     if (auto e = tokenize(backend, chat->context, false, true, out.context)) return e;
+    return tokenize(backend, chat->query, false, true, out.query);
   }
-  return tokenize(backend, chat->query, false, true, out.query);
+  // The stored context stands in for the rendered one and already opens with BOS; a query that
+  // had no context before it carries BOS too, which must not appear twice.
+  if (auto e = tokenize(backend, chat->query, false, true, out.query)) return e;
+  if (!out.query.empty() && out.query.front() == model.bos_token_id) out.query.erase(out.query.begin());
+  return std::nullopt;
 }
 
 }  // namespace star::http

@@ -59,6 +59,27 @@ TEST_F(GrpcEquality, StoredContextAnswersLikeTheServersSession) {
   GenerateStream reference = generate(*stub(), request, backend_key());
   ASSERT_TRUE(reference.status.ok()) << reference.status.error_message();
   EXPECT_EQ(answer["choices"][0]["text"].get<std::string>(), reference.text);
+
+  // A chat against the stored context: the rendered query without its BOS (the context has one).
+  const json messages = {{{"role", "user"}, {"content", "Where does the fox live?"}}};
+  httplib::Result chat = post("/v1/chat/completions", {{"model", kModelId}, {"messages", messages}, {"max_tokens", 12},
+                                                       {"temperature", 0.5}, {"seed", 4}, {"ignore_eos", true},
+                                                       {"star", {{"context_id", id}}}});
+  ASSERT_TRUE(chat);
+  ASSERT_EQ(chat->status, 200) << chat->body;
+  httplib::Result rendered = post("/tokenize", {{"messages", messages}});
+  ASSERT_TRUE(rendered);
+  std::vector<int32_t> query = json::parse(rendered->body)["tokens"].get<std::vector<int32_t>>();
+  ASSERT_FALSE(query.empty());
+  query.erase(query.begin());
+  v1::GenerateRequest chat_request = session_request(id, "", 12, 0.5f, 4);
+  chat_request.mutable_session()->mutable_query_ids()->mutable_ids()->Add(query.begin(), query.end());
+  chat_request.set_ignore_eos(true);
+  GenerateStream chat_reference = generate(*stub(), chat_request, backend_key());
+  ASSERT_TRUE(chat_reference.status.ok()) << chat_reference.status.error_message();
+  EXPECT_EQ(json::parse(chat->body)["choices"][0]["message"]["content"].get<std::string>(), chat_reference.text);
+  EXPECT_EQ(json::parse(chat->body)["usage"]["prompt_tokens"].get<int64_t>(),
+            made.context->context_tokens() + static_cast<int64_t>(query.size()));
 }
 
 // Polls the backend until it has `active` requests, `queued` of them waiting.
