@@ -6,7 +6,9 @@ namespace star::http {
 
 void reply_json(httplib::Response& res, const nlohmann::json& body, int status) {
   res.status = status;
-  res.set_content(json_text(body), "application/json");
+  // With the charset, cpp-httplib leaves the body uncompressed (it compresses exactly
+  // "application/json"): answers are small, and some clients' brotli decoders fail on them.
+  res.set_content(json_text(body), "application/json; charset=utf-8");
 }
 
 void reply_error(httplib::Response& res, const ApiError& error) {
