@@ -67,3 +67,12 @@ function(star_server_library)
   target_compile_definitions(${ARG_NAME} PRIVATE STAR_VERSION="${PROJECT_VERSION}")
   target_link_libraries(${ARG_NAME} PUBLIC ${ARG_CORE} star_proto gRPC::grpc++_reflection)
 endfunction()
+
+# star_http_library(NAME <target> CORE <star_core target>): the OpenAI-compatible HTTP shim from
+# src/http/ (cpp-httplib in front of the star.v1 gRPC client).
+function(star_http_library)
+  cmake_parse_arguments(ARG "" "NAME;CORE" "" ${ARGN})
+  add_library(${ARG_NAME} STATIC ${STAR_HTTP_SOURCES})
+  target_compile_options(${ARG_NAME} PRIVATE ${STAR_WARNINGS})
+  target_link_libraries(${ARG_NAME} PUBLIC ${ARG_CORE} star_proto PkgConfig::HTTPLIB)
+endfunction()

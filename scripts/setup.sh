@@ -30,8 +30,15 @@ if [ "${STAR_PYTHON_REFS:-0}" = "1" ]; then
   if ! dpkg-query -W -f='${Status}' python3-torch 2>/dev/null | grep -q "install ok installed"; then
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-torch
   fi
-  /usr/bin/python3 -c 'import transformers, tokenizers, safetensors' 2>/dev/null ||
+  /usr/bin/python3 -c 'import transformers, tokenizers, safetensors, jinja2' 2>/dev/null ||
     as_root /usr/bin/python3 -m pip install -q --break-system-packages \
-      "transformers==4.44.2" "tokenizers==0.19.1" "safetensors"
+      "transformers==4.44.2" "tokenizers==0.19.1" "safetensors" "jinja2"
 fi
+
+# The star-openai tests drive the shim with the official `openai` client and read /metrics with
+# Prometheus' parser. Both are small, so every run (CI included) installs them; offline, those
+# tests skip with a message.
+/usr/bin/python3 -c 'import openai, prometheus_client' 2>/dev/null ||
+  as_root /usr/bin/python3 -m pip install -q --break-system-packages openai prometheus-client ||
+  echo "setup: openai / prometheus-client not installed; the star-openai client tests will skip"
 echo "setup: ok"

@@ -5,6 +5,7 @@
 #include "star/server/engine_loop.h"
 #include "star/server/proto_convert.h"
 #include "star/server/request_parsing.h"
+#include "star/tokenizer/chat_format.h"
 
 namespace star::server {
 
@@ -281,6 +282,9 @@ grpc::Status StarService::GetModelInfo(grpc::ServerContext* context, const v1::G
   *response->mutable_attention() = attention_to_proto(options_.attention);
   response->set_ranks(ranks_);
   response->set_kv_bytes_per_token(2 * c.n_layers * c.n_kv_heads * c.head_dim * static_cast<int64_t>(sizeof(float)));
+  response->set_chat_format(chat_format_name(detect_chat_format(model.chat_template)));
+  if (c.bos_token_id >= 0) response->set_bos_token(model.tokenizer->token_bytes(c.bos_token_id));
+  if (!c.eos_token_ids.empty()) response->set_eos_token(model.tokenizer->token_bytes(c.eos_token_ids[0]));
   return grpc::Status::OK;
 }
 

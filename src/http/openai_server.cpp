@@ -1,0 +1,74 @@
+#include "star/http/openai_server.h"
+
+#include <exception>
+
+#include "star/http/http_reply.h"
+
+namespace star::http {
+
+OpenAiServer::OpenAiServer(ShimOptions options)
+    : options_(std::move(options)),
+      backend_(options_.backend, options_.backend_api_key),
+      routes_{options_, backend_, metrics_} {
+  const int threads = options_.threads;
+  server_.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  server_.set_payload_max_length(options_.max_body_bytes);
+  server_.set_tcp_nodelay(true);  // stream chunks leave at once
+  server_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (authorized(req)) return httplib::Server::HandlerResponse::Unhandled;
+    reply_error(res, unauthorized());
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  // httplib's own refusals (no route, body too large) get the OpenAI error shape; answers the
+  // routes wrote keep theirs.
+  server_.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
+                                                                        httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (res.status == 413) {
+      reply_error(res, body_too_large(options_.max_body_bytes));
+    } else if (res.status == 404) {
+      reply_error(res, make_error(404, "No route " + req.method + " " + req.path, "invalid_request_error", "",
+                                  "not_found"));
+    } else {
+      reply_error(res, make_error(res.status, "HTTP " + std::to_string(res.status), "invalid_request_error"));
+    }
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  server_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr e) {
+    std::string what = "unknown error";
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      what = ex.what();
+    } catch (...) {
+    }
+    reply_error(res, make_error(500, "Internal error: " + what, "server_error"));
+  });
+  add_completion_routes(server_, routes_);
+  add_info_routes(server_, routes_);
+}
+
+bool OpenAiServer::authorized(const httplib::Request& req) const {
+  if (options_.api_key.empty()) return true;
+  const bool guarded = req.path.starts_with("/v1/") || req.path == "/tokenize" || req.path == "/detokenize";
+  return !guarded || req.get_header_value("Authorization") == "Bearer " + options_.api_key;
+}
+
+Status OpenAiServer::bind() {
+  const size_t colon = options_.listen.rfind(':');
+  if (colon == std::string::npos) return invalid_argument("--listen: '" + options_.listen + "' is not host:port");
+  const std::string host = options_.listen.substr(0, colon);
+  int port = 0;
+  try {
+    port = std::stoi(options_.listen.substr(colon + 1));
+  } catch (const std::exception&) {
+    return invalid_argument("--listen: '" + options_.listen + "' has no port number");
+  }
+  port_ = port == 0 ? server_.bind_to_any_port(host) : (server_.bind_to_port(host, port) ? port : -1);
+  if (port_ <= 0) return unavailable("--listen: cannot bind " + options_.listen);
+  return ok_status();
+}
+
+void OpenAiServer::serve() { server_.listen_after_bind(); }
+
+}  // namespace star::http
