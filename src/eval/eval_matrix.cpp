@@ -26,16 +26,21 @@ std::optional<double> find_score(const std::map<Key, double>& scores, const std:
   return it->second;
 }
 
-// The mean over tasks of one column, when every task has a score.
+// The mean of one column over the complete rows: the tasks scored for every algorithm (a task too
+// long for a length has no row there), so that every column averages the same tasks.
 std::optional<double> column_mean(const std::map<Key, double>& scores, const std::vector<std::string>& tasks,
-                                  int64_t length, const std::string& algorithm) {
+                                  int64_t length, const std::vector<std::string>& algorithms,
+                                  const std::string& algorithm) {
   double sum = 0;
+  int rows = 0;
   for (const std::string& t : tasks) {
-    auto s = find_score(scores, t, length, algorithm);
-    if (!s) return std::nullopt;
-    sum += *s;
+    bool complete = true;
+    for (const std::string& a : algorithms) complete = complete && find_score(scores, t, length, a).has_value();
+    if (!complete) continue;
+    sum += *find_score(scores, t, length, algorithm);
+    ++rows;
   }
-  return tasks.empty() ? std::nullopt : std::optional<double>(sum / static_cast<double>(tasks.size()));
+  return rows == 0 ? std::nullopt : std::optional<double>(sum / rows);
 }
 
 std::string table(const std::map<Key, double>& scores, const std::vector<std::string>& tasks, int64_t length,
@@ -67,7 +72,7 @@ std::string table(const std::map<Key, double>& scores, const std::vector<std::st
   }
   s += "| **mean** |";
   for (const std::string& a : algorithms) {
-    s += cell(column_mean(scores, tasks, length, a), column_mean(scores, tasks, length, "dense"));
+    s += cell(column_mean(scores, tasks, length, algorithms, a), column_mean(scores, tasks, length, algorithms, "dense"));
   }
   return s + "\n";
 }

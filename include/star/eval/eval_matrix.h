@@ -32,8 +32,9 @@ struct CellScore {
   int samples = 0;
 };
 
-// One table per length: a row per task plus the mean row, a column per algorithm, scores in
-// percent; then the same differences to dense when dense was run.
+// One table per length: a row per task plus the mean row (over the tasks scored for every
+// algorithm), a column per algorithm, scores in percent, "–" where a cell has no score; then the
+// same as differences to dense when dense was run.
 std::string markdown_tables(const std::vector<CellScore>& cells, const std::vector<std::string>& tasks,
                             const std::vector<int64_t>& lengths, const std::vector<std::string>& algorithms);
 
