@@ -1,15 +1,13 @@
 #!/usr/bin/env bash
-# The main job on its built-in default: installs, builds, makes a model if none is given, serves it
-# with `mpirun -np 2 star-server` (Star Attention), asks a long-context question with star-client,
-# prints the streamed answer and stops the server (SIGTERM to rank 0: every rank exits 0).
+# The main job on its built-in default: installs, builds, serves the committed retrieval model
+# (models/needle-llama, or $STAR_MODEL) with `mpirun -np 2 star-server` (Star Attention), asks for a
+# needle hidden in a ~1,000-token haystack with star-client, prints the streamed answer next to the
+# expected one and stops the server (SIGTERM to rank 0: every rank exits 0).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
-model="${STAR_MODEL:-build/demo-model}"
-if [ ! -e "$model/config.json" ] && [ ! -f "$model" ]; then
-  build/star-mkmodel --out "$model" --preset tiny --seed 1
-fi
+model="${STAR_MODEL:-models/needle-llama}"
 work=$(mktemp -d)
 server_pid=""
 cleanup() {
@@ -17,7 +15,14 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-for i in $(seq 1 40); do echo "Line $i of the long context: the quick brown fox jumps over the lazy dog."; done >"$work/context.txt"
+# RULER's noise haystack with one needle a third of the way in: block 0 (rank 0) holds the needle,
+# block 1 (rank 1) the end of the text.
+noise=" The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
+{
+  for _ in $(seq 1 14); do printf '%s' "$noise"; done
+  printf '%s' " The special magic number for tiger is 48151."
+  for _ in $(seq 1 26); do printf '%s' "$noise"; done
+} >"$work/context.txt"
 
 # Port 0: the server takes a free port and writes it (and rank 0's pid) to --port-file.
 mpirun --oversubscribe --allow-run-as-root -np 2 build/star-server --model "$model" --grpc 127.0.0.1:0 \
@@ -30,8 +35,10 @@ rank0_pid=$(sed -n 2p "$work/port")
 until build/star-client --server "$server" health >/dev/null 2>&1; do sleep 0.1; done
 echo "star-server (2 ranks) is serving on $server"
 
+echo "question: What is the special magic number for tiger? (expected: 48151)"
 build/star-client --server "$server" generate --context-file "$work/context.txt" \
-  --query "What jumps over the dog?" --max-tokens 32 --stats
+  --query $'\nWhat is the special magic number for tiger? The special magic number for tiger is' \
+  --max-tokens 16 --stats
 
 kill -TERM "$rank0_pid"
 wait "$server_pid"
