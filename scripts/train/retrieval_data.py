@@ -154,3 +154,12 @@ def sample(rng, tok_len, budget, n_distractors, task):
   answer = " " + ", ".join(values)
   return Sample(context, query, answer, more)
 
+
+
+def repeat_sample(rng, words):
+  """A copying drill: random numbers, words and codes, then the same again. Every token of the
+  second copy can only be predicted by finding it in the first (an induction head), the skill
+  that retrieval is built from."""
+  kinds = ["number", "word", "code"]
+  text = "".join(" " + make_value(rng, rng.choice(kinds)) for _ in range(words))
+  return Sample(text, "\nRepeat:", text)

@@ -101,7 +101,10 @@ def make_batch(tok, counter, rng, progress, args, bos, eos):
   total = 0
   while total < args.tokens_per_step:
     task = "multivalue" if rng.random() < args.multivalue_fraction else "single"
-    s = data.sample(rng, counter, budget, distractors, task)
+    if rng.random() < args.repeat_fraction * (1.0 if progress < 0.35 else 0.5):
+      s = data.repeat_sample(rng, rng.randint(4, max(5, budget // 8)))
+    else:
+      s = data.sample(rng, counter, budget, distractors, task)
     ids, mask = encode_sample(tok, s, bos, eos, args.extra_queries)
     ids, mask = ids[:args.max_len + 96], mask[:args.max_len + 96]
     rows.append((ids, mask))
@@ -183,7 +186,7 @@ def save_model(model, tok_path, out, args):
 def main():
   p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   p.add_argument("--out", required=True)
-  p.add_argument("--steps", type=int, default=2500)
+  p.add_argument("--steps", type=int, default=1800)
   p.add_argument("--tokens-per-step", type=int, default=4096)
   p.add_argument("--max-len", type=int, default=1024)
   p.add_argument("--max-position", type=int, default=4096)
@@ -197,6 +200,7 @@ def main():
   p.add_argument("--warmup", type=int, default=100)
   p.add_argument("--context-weight", type=float, default=1.0)
   p.add_argument("--extra-queries", type=int, default=3)
+  p.add_argument("--repeat-fraction", type=float, default=0.3)
   p.add_argument("--multivalue-fraction", type=float, default=0.15)
   p.add_argument("--tie", action=argparse.BooleanOptionalAction, default=True)
   p.add_argument("--seed", type=int, default=1234)
