@@ -1,0 +1,239 @@
+// star-eval: RULER-style accuracy of every attention algorithm on any model, under mpirun.
+// Generates the tasks at each length in the model's own tokens (deterministic for a seed), runs
+// each through the engine in-process for each algorithm, scores them as RULER does and writes
+//   OUT/results.json     every cell (task, length, algorithm, score) and the run's settings
+//   OUT/results.md       the tables: score per task and algorithm, and the difference to dense
+//   OUT/tasks/L.jsonl    the samples in star-run's input format (input_context, input_query, outputs)
+//   OUT/preds/L/A.jsonl  each sample's prediction and score
+// scripts/eval/plot_heatmap.py draws OUT/results.json as PNG heatmaps.
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "star/attention/attention_config_io.h"
+#include "star/common/logging.h"
+#include "star/common/thread_environment.h"
+#include "star/dist/mpi_communicator.h"
+#include "star/dist/mpi_runtime.h"
+#include "star/engine/inference.h"
+#include "star/engine/runtime_model.h"
+#include "star/eval/eval_matrix.h"
+#include "star/eval/ruler_scoring.h"
+#include "star/eval/ruler_tasks.h"
+
+namespace {
+
+using nlohmann::json;
+using namespace star;
+namespace fs = std::filesystem;
+
+struct Options {
+  std::string model;
+  std::string out;
+  std::vector<std::string> tasks;
+  std::vector<int64_t> lengths;
+  std::vector<std::string> algorithms = eval::default_algorithms();
+  int samples = 20;
+  uint64_t seed = 1;
+  int blocks = 4;
+  int64_t max_tokens = 48;
+  bool tasks_only = false;
+  std::string log_level = "warn";
+  std::string attention_config_file;
+  AttentionConfig attention;
+};
+
+Status write_text(const fs::path& path, const std::string& text) {
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  f.close();
+  if (!f) return internal_error("cannot write '" + path.string() + "'");
+  return ok_status();
+}
+
+json sample_line(const eval::TaskSample& s, int64_t length) {
+  return json{{"task", s.task},           {"index", s.index},     {"length", length},
+              {"input_context", s.context}, {"input_query", s.query}, {"outputs", s.outputs},
+              {"context_tokens", s.context_tokens}, {"query_tokens", s.query_tokens}};
+}
+
+// Every sample of every task at one length; every rank makes the same ones (same seed, same code).
+// A task that does not fit the length in this model's tokens is left out there (its cells show
+// "–"); --tasks and the lengths were checked before, so that is the only way generation fails.
+std::vector<eval::TaskSample> samples_at(const Options& o, const Tokenizer& tok, int64_t length, bool root) {
+  std::vector<eval::TaskSample> all;
+  for (const std::string& task : o.tasks) {
+    auto s = eval::make_task_samples(task, tok, length, o.samples, o.seed);
+    if (!s.ok()) {
+      if (root) spdlog::warn("{} left out at {} tokens: {}", task, length, s.status().message());
+      continue;
+    }
+    all.insert(all.end(), s->begin(), s->end());
+  }
+  return all;
+}
+
+int run(const Options& o, Communicator& comm) {
+  const bool root = comm.rank() == 0;
+  Result<RuntimeModel> model = open_model(o.model);
+  if (!model.ok()) {
+    if (root) spdlog::error("{}", model.status().to_string());
+    return 1;
+  }
+  const Tokenizer& tok = *model->tokenizer;
+  std::vector<eval::CellScore> cells;
+  for (int64_t length : o.lengths) {
+    const std::vector<eval::TaskSample> samples = samples_at(o, tok, length, root);
+    if (samples.empty()) {
+      if (root) spdlog::error("no task fits {} tokens of this model", length);
+      return 2;
+    }
+    if (root) {
+      std::string lines;
+      for (const auto& s : samples) lines += sample_line(s, length).dump() + "\n";
+      if (Status st = write_text(fs::path(o.out) / "tasks" / (std::to_string(length) + ".jsonl"), lines); !st.ok()) {
+        spdlog::error("{}", st.to_string());
+        return 1;
+      }
+    }
+    if (o.tasks_only) continue;
+    for (const std::string& algorithm : o.algorithms) {
+      auto base = eval::algorithm_config(algorithm, o.attention);
+      if (!base.ok()) {
+        if (root) spdlog::error("{}", base.status().to_string());
+        return 2;
+      }
+      std::map<std::string, double> sums;
+      std::string lines;
+      for (const eval::TaskSample& s : samples) {
+        InferenceRequest request;
+        request.context_ids = tok.encode(s.context, EncodeOptions{.add_bos = true});
+        request.query_ids = tok.encode(s.query);
+        request.attention = eval::with_blocks(*base, static_cast<int64_t>(request.context_ids.size()), o.blocks);
+        request.generation.max_tokens = o.max_tokens;
+        Result<InferenceOutcome> outcome = run_inference(*model, comm, request);
+        if (!outcome.ok()) {
+          if (root) spdlog::error("{} at {} tokens, {}: {}", s.task, length, algorithm, outcome.status().to_string());
+          return 3;
+        }
+        if (!root) continue;
+        const double score = eval::score(eval::find_task(s.task)->metric, outcome->generation.text, s.outputs);
+        sums[s.task] += score;
+        json line = sample_line(s, length);
+        line.erase("input_context");
+        line["algorithm"] = algorithm;
+        line["pred"] = outcome->generation.text;
+        line["score"] = score;
+        lines += line.dump() + "\n";
+      }
+      if (!root) continue;
+      for (const std::string& task : o.tasks) {
+        if (sums.contains(task)) cells.push_back({task, length, algorithm, sums[task] / o.samples, o.samples});
+      }
+      const fs::path preds = fs::path(o.out) / "preds" / std::to_string(length) / (algorithm + ".jsonl");
+      if (Status st = write_text(preds, lines); !st.ok()) {
+        spdlog::error("{}", st.to_string());
+        return 1;
+      }
+      double mean = 0;
+      for (const auto& [task, sum] : sums) mean += sum / o.samples;
+      spdlog::warn("{} tokens, {}: mean score {:.1f}% over {} tasks", length, algorithm, 100.0 * mean / sums.size(),
+                   sums.size());
+    }
+  }
+  if (!root || o.tasks_only) return 0;
+  json results{{"model", o.model},         {"seed", o.seed},     {"samples", o.samples},
+               {"blocks", o.blocks},       {"max_tokens", o.max_tokens}, {"tasks", o.tasks},
+               {"lengths", o.lengths},     {"algorithms", o.algorithms},
+               {"attention", attention_config_to_json(o.attention)}, {"cells", json::array()}};
+  for (const auto& c : cells) {
+    results["cells"].push_back(
+        {{"task", c.task}, {"length", c.length}, {"algorithm", c.algorithm}, {"score", c.score}, {"samples", c.samples}});
+  }
+  std::string md = "# star-eval: " + o.model + "\n\n" + std::to_string(o.samples) + " samples per task, seed " +
+                   std::to_string(o.seed) + ", " + std::to_string(o.blocks) + " blocks, " +
+                   std::to_string(comm.size()) + " rank(s); RULER string match (all expected strings present).\n\n" +
+                   eval::markdown_tables(cells, o.tasks, o.lengths, o.algorithms);
+  Status a = write_text(fs::path(o.out) / "results.json", results.dump(2) + "\n");
+  Status b = write_text(fs::path(o.out) / "results.md", md);
+  if (!a.ok() || !b.ok()) {
+    spdlog::error("{}", (a.ok() ? b : a).to_string());
+    return 1;
+  }
+  std::fputs(md.c_str(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  star::ensure_thread_environment(argv);
+  star::Result<star::MpiRuntime> mpi = star::MpiRuntime::start(&argc, &argv);
+  if (!mpi.ok()) {
+    std::fprintf(stderr, "star-eval: %s\n", mpi.status().to_string().c_str());
+    return 1;
+  }
+  auto world = star::MpiCommunicator::duplicate_world();
+  if (!world.ok()) {
+    std::fprintf(stderr, "star-eval: %s\n", world.status().to_string().c_str());
+    return 1;
+  }
+  star::Communicator& comm = **world;
+  CLI::App app{"star-eval: RULER-style accuracy of each attention algorithm (task x algorithm x length)"};
+  Options o;
+  for (const auto& t : star::eval::ruler_tasks()) o.tasks.emplace_back(t.name);
+  app.add_option("--model", o.model, "HF model directory or .gguf file")->required();
+  app.add_option("--out", o.out, "output directory")->required();
+  app.add_option("--lengths", o.lengths, "context + query lengths in the model's tokens")->required()->delimiter(',');
+  app.add_option("--tasks", o.tasks, "tasks (default: all)")->delimiter(',')->capture_default_str();
+  app.add_option("--algorithms", o.algorithms, "dense, ring, star, no-anchor, streaming, pulsar-<scoring>")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--samples", o.samples, "samples per task and length")->check(CLI::Range(1, 100000))->capture_default_str();
+  app.add_option("--seed", o.seed, "task generation seed")->capture_default_str();
+  app.add_option("--blocks", o.blocks, "context blocks for the blocked algorithms")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--max-tokens", o.max_tokens, "tokens generated per answer at most")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->capture_default_str();
+  app.add_flag("--tasks-only", o.tasks_only, "write OUT/tasks/*.jsonl and stop");
+  app.add_option("--log-level", o.log_level, "trace|debug|info|warn|error")->capture_default_str();
+  star::add_attention_options(app, o.attention, o.attention_config_file);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return comm.rank() == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 2);
+  }
+  star::init_logging(comm.rank(), o.log_level);
+  const bool root = comm.rank() == 0;
+  if (app.count("--attention") > 0) {
+    if (root) spdlog::error("--attention: star-eval runs every algorithm of --algorithms; the other flags set their parameters");
+    return 2;
+  }
+  for (const std::string& task : o.tasks) {
+    if (auto t = star::eval::find_task(task); !t.ok()) {
+      if (root) spdlog::error("--tasks: {}", t.status().message());
+      return 2;
+    }
+  }
+  for (const std::string& a : o.algorithms) {
+    if (auto c = star::eval::algorithm_config(a, {}); !c.ok()) {
+      if (root) spdlog::error("--algorithms: {}", c.status().message());
+      return 2;
+    }
+  }
+  star::Result<star::AttentionConfig> attention =
+      star::resolve_attention_options(app, o.attention, o.attention_config_file);
+  if (!attention.ok()) {
+    if (root) spdlog::error("{}", attention.status().to_string());
+    return 2;
+  }
+  o.attention = *attention;
+  return run(o, comm);
+}

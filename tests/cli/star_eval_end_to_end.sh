@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# star-eval end to end under mpirun: a tiny random model through two algorithms on 2 ranks writes
+# its tasks, predictions, JSON and Markdown; the same command gives the same table; bad flags end
+# with a message.
+# usage: star_eval_end_to_end.sh STAR_EVAL STAR_MKMODEL
+set -uo pipefail
+star_eval=$1
+mkmodel=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL $*"; exit 1; }
+"$mkmodel" --out "$work/model" --preset tiny --seed 5 --max-positions 1024 >/dev/null || fail "star-mkmodel"
+
+run() { timeout 300 mpirun --oversubscribe --allow-run-as-root -np 2 "$star_eval" --model "$work/model" "$@"; }
+args=(--lengths 300,400 --tasks niah_single_1,niah_multikey_1 --algorithms dense,star --samples 2 --max-tokens 4)
+run --out "$work/a" "${args[@]}" >"$work/a.log" 2>&1 || { cat "$work/a.log"; fail "first run"; }
+run --out "$work/b" "${args[@]}" >"$work/b.log" 2>&1 || { cat "$work/b.log"; fail "second run"; }
+for f in results.json results.md tasks/300.jsonl tasks/400.jsonl preds/400/dense.jsonl preds/400/star.jsonl; do
+  [ -s "$work/a/$f" ] || fail "missing $f"
+done
+cmp -s "$work/a/results.md" "$work/b/results.md" || fail "the same command gave different tables"
+cmp -s "$work/a/tasks/400.jsonl" "$work/b/tasks/400.jsonl" || fail "the same seed gave different tasks"
+[ "$(wc -l <"$work/a/tasks/400.jsonl")" -eq 4 ] || fail "expected 2 tasks x 2 samples in tasks/400.jsonl"
+cells=$(grep -c '"algorithm"' "$work/a/results.json")
+[ "$cells" -ge 8 ] || fail "expected 2 lengths x 2 tasks x 2 algorithms cells, found $cells"
+grep -q '| niah_single_1 |' "$work/a/results.md" || fail "no niah_single_1 row in results.md"
+echo "ok   two runs, identical tables"
+
+expect_failure() {
+  local pattern=$1
+  shift
+  if run --out "$work/bad" --lengths 300 "$@" >"$work/bad.log" 2>&1 || ! grep -q -- "$pattern" "$work/bad.log"; then
+    cat "$work/bad.log"
+    fail "expected a message matching '$pattern'"
+  fi
+  echo "ok   $pattern"
+}
+expect_failure 'unknown task "niah_single_9"' --tasks niah_single_9
+expect_failure 'unknown algorithm "sparse"' --algorithms dense,sparse
+expect_failure 'no task fits 30 tokens' --lengths 30 --tasks niah_multiquery
+expect_failure 'star-eval runs every algorithm of --algorithms' --attention star
