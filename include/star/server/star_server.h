@@ -40,6 +40,10 @@ class StarServer {
   // Any thread, any time: stop taking requests (UNAVAILABLE, health NOT_SERVING), let accepted
   // ones finish within options.shutdown_timeout, then cancel them. A second call cancels at once.
   void begin_shutdown();
+  // Any thread: the ranks can no longer serve (`why`: which rank was lost and how). Health turns
+  // NOT_SERVING, every queued, running or new request ends with UNAVAILABLE and `why`; returns
+  // once their handlers answered (or `grace` passed), so that the caller may end the process.
+  void fail(const std::string& why, std::chrono::milliseconds grace);
 
  private:
   StarServer(const ServerOptions& options, int ranks);
