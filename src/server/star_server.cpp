@@ -15,7 +15,8 @@ namespace {
 
 // Time a stopping gRPC server gives calls still writing their last messages.
 constexpr std::chrono::seconds kCallGrace{2};
-// Time a failing server gives the answers already handed to gRPC to reach the wire.
+// Time a failing server gives the answers already handed to gRPC to reach the wire (calls that
+// never end, like the health service's watches, are cut then).
 constexpr std::chrono::milliseconds kFlushAnswers{200};
 
 Result<std::string> read_pem(const char* field, const std::string& path) {
@@ -83,7 +84,10 @@ Status StarServer::serve(RankEngine& rank, std::function<Status()> wake_workers)
   spdlog::info("serving on port {} with {} ranks", port_, rank.comm().size());
   EngineLoop loop(rank, queue_, contexts_, std::move(wake_workers));
   Status s = loop.run();
-  if (!s.ok()) fail("the engine stopped: " + s.to_string(), kCallGrace);
+  if (!s.ok()) {
+    fail("the engine stopped: " + s.to_string(), kCallGrace);
+    stop_grpc(kFlushAnswers);
+  }
   return s;
 }
 
@@ -96,9 +100,10 @@ void StarServer::fail(const std::string& why, std::chrono::milliseconds grace) {
   }
   queue_.close();
   if (!service_.wait_idle(grace)) spdlog::warn("some request handlers had not answered after {} ms", grace.count());
-  // Returns once the answers are on the wire (calls that never end, like the health service's
-  // watches, are cut at the short deadline).
-  server_->Shutdown(std::chrono::system_clock::now() + kFlushAnswers);
+}
+
+void StarServer::stop_grpc(std::chrono::milliseconds grace) {
+  server_->Shutdown(std::chrono::system_clock::now() + grace);
 }
 
 void StarServer::begin_shutdown() {

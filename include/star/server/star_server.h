@@ -42,8 +42,11 @@ class StarServer {
   void begin_shutdown();
   // Any thread: the ranks can no longer serve (`why`: which rank was lost and how). Health turns
   // NOT_SERVING, every queued, running or new request ends with UNAVAILABLE and `why`; returns
-  // once their handlers answered (or `grace` passed), so that the caller may end the process.
+  // once their handlers answered (or `grace` passed).
   void fail(const std::string& why, std::chrono::milliseconds grace);
+  // Stops the gRPC server; returns once the answers given are on the wire, cutting calls still
+  // open after `grace` (the process may end then).
+  void stop_grpc(std::chrono::milliseconds grace);
 
  private:
   StarServer(const ServerOptions& options, int ranks);

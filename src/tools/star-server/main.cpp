@@ -57,6 +57,8 @@ struct Options {
 
 // Time the handlers get to answer their clients after a rank was lost, before the job aborts.
 constexpr std::chrono::seconds kFailGrace{2};
+// Time the answers handed to gRPC get to reach the wire.
+constexpr std::chrono::milliseconds kFlushAnswers{200};
 // If MPI_Abort, called beside an engine thread stuck in a collective, does not end the process.
 constexpr std::chrono::seconds kAbortBackstop{2};
 
@@ -133,6 +135,7 @@ int serve_rank0(const Options& o, Communicator& comm, MpiDoorbell& doorbell) {
   auto on_lost = [&s](const std::string& why) {
     spdlog::critical("{}; every request ends with UNAVAILABLE", why);
     s.fail(why, kFailGrace);
+    s.stop_grpc(kFlushAnswers);
     abort_all_ranks(unavailable(why));
   };
   Result<std::unique_ptr<RankMonitor>> monitor = RankMonitor::start(comm, rank_timeout(o), o.monitor_host, on_lost);
