@@ -75,8 +75,10 @@ void StarService::start_serving(const RuntimeModel& model) {
 
 void StarService::stop_serving(SteadyClock::time_point deadline) {
   shutdown_deadline_.store(deadline.time_since_epoch().count(), std::memory_order_release);
+  // A failed server stays failed: its answers say why.
   State current = state_.load();
-  while (current != State::kFailed && !state_.compare_exchange_weak(current, State::kStopping)) {
+  while (current != State::kFailed) {
+    if (state_.compare_exchange_weak(current, State::kStopping)) break;
   }
 }
 
