@@ -20,6 +20,13 @@ BlockProgress progress_to(RequestChannel& channel, int context_blocks) {
   };
 }
 
+// What a request learns when the ranks fail under it (a collective failed): the server is going
+// away, so UNAVAILABLE (retry elsewhere or later), not a fault of the request.
+Status ranks_failed(const Status& s) {
+  if (s.code() != StatusCode::kInternal) return s;
+  return unavailable("the ranks failed during the request: " + s.message());
+}
+
 }  // namespace
 
 ChannelEvent cancelled_before_start(const Job& job) {
@@ -117,7 +124,7 @@ Status EngineLoop::run_generate(Job& job, GenerateWork& work) {
     command.attention = work.attention;
   }
   if (Status s = send(command); !s.ok()) {
-    channel.push(s);
+    channel.push(ranks_failed(s));
     return s;
   }
 
@@ -136,7 +143,7 @@ Status EngineLoop::run_generate(Job& job, GenerateWork& work) {
   };
   Result<GenerateOutcome> outcome = rank_.generate(command, progress_to(channel, work.context_blocks), sink);
   if (!outcome.ok()) {
-    channel.push(outcome.status());
+    channel.push(ranks_failed(outcome.status()));
     return outcome.status().code() == StatusCode::kInternal ? outcome.status() : ok_status();
   }
   const GenerationResult& g = outcome->generation;
@@ -164,7 +171,7 @@ Status EngineLoop::run_create_context(Job& job, CreateContextWork& work) {
   command.context_ids = *context_ids;
   command.release = registry_.take_released();
   if (Status s = send(command); !s.ok()) {
-    channel.push(s);
+    channel.push(ranks_failed(s));
     return s;
   }
 
@@ -191,7 +198,7 @@ Status EngineLoop::run_create_context(Job& job, CreateContextWork& work) {
   };
   Result<const EncodedContext*> kept = rank_.create_context(command, progress_to(channel, work.context_blocks), admit);
   if (!kept.ok()) {
-    channel.push(admitted.ok() ? kept.status() : admitted);
+    channel.push(admitted.ok() ? ranks_failed(kept.status()) : admitted);
     return kept.status().code() == StatusCode::kInternal ? kept.status() : ok_status();
   }
   channel.push(ContextCreated{command.context_id});

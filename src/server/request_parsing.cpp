@@ -11,13 +11,39 @@ namespace {
 std::vector<int32_t> to_ids(const google::protobuf::RepeatedField<int32_t>& ids) { return {ids.begin(), ids.end()}; }
 
 // Plans the context as Phase 1 will (an empty context runs dense, as in encode_request_context):
-// catches what the algorithm cannot do with this context on these ranks. Returns the block count.
-Result<int> check_plan(std::span<const int32_t> context_ids, const AttentionConfig& attention, int ranks) {
+// catches what the algorithm cannot do with this context on these ranks.
+Result<BlockPlan> check_plan(std::span<const int32_t> context_ids, const AttentionConfig& attention, int ranks) {
   AttentionConfig effective = attention;
   if (context_ids.empty()) effective.algorithm = "dense";
   Result<BlockPlan> plan = build_block_plan(context_ids, ranks, effective);
   if (!plan.ok()) return invalid_argument("attention: " + plan.status().message());
-  return static_cast<int>(plan->blocks.size());
+  return plan;
+}
+
+std::string text_of(int64_t value) { return std::to_string(value); }
+
+Status check_context_tokens(const char* field, size_t tokens, const RequestDefaults& defaults) {
+  const int64_t limit = defaults.limits.max_context_tokens;
+  if (limit <= 0 || static_cast<int64_t>(tokens) <= limit) return ok_status();
+  return invalid_argument(std::string(field) + ": " + text_of(static_cast<int64_t>(tokens)) +
+                          " context tokens exceed the server's limit of " + text_of(limit) +
+                          " (--max-context-tokens)");
+}
+
+Status check_stop_strings(const v1::GenerateRequest& r, const ServerLimits& limits) {
+  if (r.stop_size() > limits.max_stop_strings) {
+    return invalid_argument("stop: " + text_of(r.stop_size()) + " stop strings exceed the server's limit of " +
+                            text_of(limits.max_stop_strings) + " (--max-stop-strings)");
+  }
+  for (int i = 0; i < r.stop_size(); ++i) {
+    const int64_t bytes = static_cast<int64_t>(r.stop(i).size());
+    if (bytes == 0) return invalid_argument("stop[" + text_of(i) + "]: empty stop string");
+    if (bytes > limits.max_stop_string_bytes) {
+      return invalid_argument("stop[" + text_of(i) + "]: " + text_of(bytes) + " bytes exceed the server's limit of " +
+                              text_of(limits.max_stop_string_bytes) + " bytes per stop string (--max-stop-string-bytes)");
+    }
+  }
+  return ok_status();
 }
 
 Result<AttentionConfig> request_attention(bool has_override, const v1::AttentionConfig& override,
@@ -39,16 +65,18 @@ Result<GenerationOptions> generation_options(const v1::GenerateRequest& r, const
   if (r.max_tokens() < 0) {
     return invalid_argument("max_tokens: " + std::to_string(r.max_tokens()) + " (must be >= 0; 0: the server's default)");
   }
+  if (r.max_tokens() > defaults.limits.max_tokens) {
+    return invalid_argument("max_tokens: " + text_of(r.max_tokens()) + " exceeds the server's limit of " +
+                            text_of(defaults.limits.max_tokens) + " (--max-tokens-limit)");
+  }
   g.max_tokens = r.max_tokens() == 0 ? defaults.max_tokens : r.max_tokens();
   g.sampling.temperature = r.sampling().temperature();
   g.sampling.top_k = r.sampling().top_k();
   g.sampling.top_p = r.sampling().has_top_p() ? r.sampling().top_p() : 1.f;
   g.sampling.seed = r.sampling().seed();
   if (Status s = validate_sampling(g.sampling); !s.ok()) return s;
-  for (int i = 0; i < r.stop_size(); ++i) {
-    if (r.stop(i).empty()) return invalid_argument("stop[" + std::to_string(i) + "]: empty stop string");
-    g.stop_strings.push_back(r.stop(i));
-  }
+  if (Status s = check_stop_strings(r, defaults.limits); !s.ok()) return s;
+  g.stop_strings.assign(r.stop().begin(), r.stop().end());
   g.stop_token_ids = to_ids(r.stop_token_ids());
   if (Status s = check_token_ids("stop_token_ids", g.stop_token_ids, defaults.model.llama->config().vocab_size);
       !s.ok()) {
@@ -59,6 +87,21 @@ Result<GenerationOptions> generation_options(const v1::GenerateRequest& r, const
 }
 
 }  // namespace
+
+std::vector<int64_t> context_rank_bytes(const BlockPlan& plan, const LlamaConfig& config) {
+  const int64_t bytes_per_token = 2 * config.n_layers * config.n_kv_heads * config.head_dim * int64_t{sizeof(float)};
+  std::vector<int64_t> bytes;
+  for (const RankPlan& rank : plan.ranks) {
+    int64_t tokens = rank.shard.size();
+    if (rank.keep_prefix_kv) {
+      for (const EncodeStep& step : rank.steps) {
+        if (step.kind == EncodeStep::Kind::kExtendPrefix) tokens += static_cast<int64_t>(step.token_ids.size());
+      }
+    }
+    bytes.push_back(tokens * bytes_per_token);
+  }
+  return bytes;
+}
 
 Status check_token_ids(const char* field, std::span<const int32_t> ids, int64_t vocab_size) {
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -83,10 +126,14 @@ Result<GenerateWork> parse_generate_request(const v1::GenerateRequest& r, const 
     case v1::GenerateRequest::kText:
       if (r.text().query().empty()) return invalid_argument("text.query: empty");
       if (!r.text().context().empty()) work.context_ids = tokenizer.encode(r.text().context(), {.add_bos = true});
+      if (Status s = check_context_tokens("text.context", work.context_ids.size(), defaults); !s.ok()) return s;
       work.query_ids = tokenizer.encode(r.text().query(), {.add_bos = r.text().context().empty()});
       break;
     case v1::GenerateRequest::kTokens:
       if (r.tokens().query_ids().empty()) return invalid_argument("tokens.query_ids: empty");
+      if (Status s = check_context_tokens("tokens.context_ids", r.tokens().context_ids_size(), defaults); !s.ok()) {
+        return s;
+      }
       work.context_ids = to_ids(r.tokens().context_ids());
       work.query_ids = to_ids(r.tokens().query_ids());
       if (Status s = check_token_ids("tokens.context_ids", work.context_ids, config.vocab_size); !s.ok()) return s;
@@ -127,9 +174,9 @@ Result<GenerateWork> parse_generate_request(const v1::GenerateRequest& r, const 
   work.attention = *attention;
   const InferenceRequest request{work.context_ids, work.query_ids, work.attention, work.generation};
   if (Status s = validate_request(config, request); !s.ok()) return s;
-  Result<int> blocks = check_plan(work.context_ids, work.attention, defaults.ranks);
-  if (!blocks.ok()) return blocks.status();
-  work.context_blocks = *blocks;
+  Result<BlockPlan> plan = check_plan(work.context_ids, work.attention, defaults.ranks);
+  if (!plan.ok()) return plan.status();
+  work.context_blocks = static_cast<int>(plan->blocks.size());
   return work;
 }
 
@@ -141,9 +188,11 @@ Result<CreateContextWork> parse_create_context_request(const v1::CreateContextRe
     case v1::CreateContextRequest::kText:
       if (r.text().empty()) return invalid_argument("text: empty");
       work.context_ids = defaults.model.tokenizer->encode(r.text(), {.add_bos = true});
+      if (Status s = check_context_tokens("text", work.context_ids.size(), defaults); !s.ok()) return s;
       break;
     case v1::CreateContextRequest::kIds:
       if (r.ids().ids().empty()) return invalid_argument("ids: empty");
+      if (Status s = check_context_tokens("ids.ids", r.ids().ids_size(), defaults); !s.ok()) return s;
       work.context_ids = to_ids(r.ids().ids());
       if (Status s = check_token_ids("ids.ids", work.context_ids, config.vocab_size); !s.ok()) return s;
       break;
@@ -162,9 +211,17 @@ Result<CreateContextWork> parse_create_context_request(const v1::CreateContextRe
   Result<AttentionConfig> attention = request_attention(r.has_attention(), r.attention(), defaults.attention);
   if (!attention.ok()) return attention.status();
   work.attention = *attention;
-  Result<int> blocks = check_plan(work.context_ids, work.attention, defaults.ranks);
-  if (!blocks.ok()) return blocks.status();
-  work.context_blocks = *blocks;
+  Result<BlockPlan> plan = check_plan(work.context_ids, work.attention, defaults.ranks);
+  if (!plan.ok()) return plan.status();
+  work.context_blocks = static_cast<int>(plan->blocks.size());
+  const std::vector<int64_t> rank_bytes = context_rank_bytes(*plan, config);
+  for (size_t rank = 0; rank < rank_bytes.size(); ++rank) {
+    if (rank_bytes[rank] > defaults.context_cache_bytes) {
+      return resource_exhausted("context: its KV needs " + text_of(rank_bytes[rank]) + " bytes on rank " +
+                                text_of(static_cast<int64_t>(rank)) + ", more than the context cache's " +
+                                text_of(defaults.context_cache_bytes) + " bytes per rank (--context-cache-bytes)");
+    }
+  }
   return work;
 }
 

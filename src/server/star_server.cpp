@@ -15,8 +15,9 @@ namespace {
 
 // Time a stopping gRPC server gives calls still writing their last messages.
 constexpr std::chrono::seconds kCallGrace{2};
-// Contexts sent as text or token ids can be long; gRPC's 4 MB default would cut them off.
-constexpr int kMaxRequestBytes = 256 << 20;
+// Time a failing server gives the answers already handed to gRPC to reach the wire (calls that
+// never end, like the health service's watches, are cut then).
+constexpr std::chrono::milliseconds kFlushAnswers{200};
 
 Result<std::string> read_pem(const char* field, const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -58,7 +59,8 @@ Result<std::unique_ptr<StarServer>> StarServer::start(const ServerOptions& optio
   grpc::ServerBuilder builder;
   // Without this, a second server could bind the same port and split the traffic.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
+  // Contexts sent as text or token ids can be long; gRPC's 4 MB default would cut them off.
+  builder.SetMaxReceiveMessageSize(static_cast<int>(options.limits.max_request_bytes));
   builder.AddListeningPort(options.listen_address, *credentials, &server->port_);
   builder.RegisterService(&server->service_);
   server->server_ = builder.BuildAndStart();
@@ -82,8 +84,26 @@ Status StarServer::serve(RankEngine& rank, std::function<Status()> wake_workers)
   spdlog::info("serving on port {} with {} ranks", port_, rank.comm().size());
   EngineLoop loop(rank, queue_, contexts_, std::move(wake_workers));
   Status s = loop.run();
-  if (!s.ok()) stop(std::chrono::steady_clock::now());
+  if (!s.ok()) {
+    fail("the engine stopped: " + s.to_string(), kCallGrace);
+    stop_grpc(kFlushAnswers);
+  }
   return s;
+}
+
+void StarServer::fail(const std::string& why, std::chrono::milliseconds grace) {
+  {
+    std::lock_guard lock(state_mutex_);
+    stopping_ = true;
+    server_->GetHealthCheckService()->SetServingStatus(false);
+    service_.fail(why);
+  }
+  queue_.close();
+  if (!service_.wait_idle(grace)) spdlog::warn("some request handlers had not answered after {} ms", grace.count());
+}
+
+void StarServer::stop_grpc(std::chrono::milliseconds grace) {
+  server_->Shutdown(std::chrono::system_clock::now() + grace);
 }
 
 void StarServer::begin_shutdown() {

@@ -1,5 +1,7 @@
 #include "star/server/star_service.h"
 
+#include <thread>
+
 #include <spdlog/spdlog.h>
 
 #include "star/server/engine_loop.h"
@@ -60,7 +62,11 @@ void fill_context_info(const ContextEntry& e, v1::ContextInfo& out) {
 }  // namespace
 
 StarService::StarService(const ServerOptions& options, int ranks, WorkQueue& queue, ContextRegistry& contexts)
-    : options_(options), ranks_(ranks), queue_(queue), contexts_(contexts) {}
+    : options_(options),
+      ranks_(ranks),
+      queue_(queue),
+      contexts_(contexts),
+      streams_(options.limits.max_streams_per_client) {}
 
 void StarService::start_serving(const RuntimeModel& model) {
   model_.store(&model, std::memory_order_release);
@@ -70,7 +76,33 @@ void StarService::start_serving(const RuntimeModel& model) {
 
 void StarService::stop_serving(SteadyClock::time_point deadline) {
   shutdown_deadline_.store(deadline.time_since_epoch().count(), std::memory_order_release);
-  state_.store(State::kStopping);
+  // A failed server stays failed: its answers say why.
+  State current = state_.load();
+  while (current != State::kFailed) {
+    if (state_.compare_exchange_weak(current, State::kStopping)) break;
+  }
+}
+
+void StarService::fail(const std::string& why) {
+  {
+    std::lock_guard lock(failure_mutex_);
+    if (failure_.empty()) failure_ = why;
+  }
+  state_.store(State::kFailed);
+}
+
+grpc::Status StarService::failed_status() const {
+  std::lock_guard lock(failure_mutex_);
+  return {grpc::StatusCode::UNAVAILABLE, "the server cannot serve any more: " + failure_};
+}
+
+bool StarService::wait_idle(std::chrono::milliseconds timeout) const {
+  const auto deadline = SteadyClock::now() + timeout;
+  while (active_.load() > 0) {
+    if (SteadyClock::now() >= deadline) return false;
+    std::this_thread::sleep_for(options_.cancel_poll);
+  }
+  return true;
 }
 
 bool StarService::shutdown_deadline_passed() const {
@@ -94,14 +126,20 @@ grpc::Status StarService::admit_call(const grpc::ServerContext& context) const {
   switch (state_.load()) {
     case State::kLoading: return {grpc::StatusCode::UNAVAILABLE, "the model is still loading"};
     case State::kStopping: return {grpc::StatusCode::UNAVAILABLE, "the server is shutting down"};
+    case State::kFailed: return failed_status();
     case State::kServing: break;
   }
   return grpc::Status::OK;
 }
 
 RequestDefaults StarService::defaults() const {
-  return {*model_.load(std::memory_order_acquire), options_.attention, ranks_, options_.default_max_tokens,
-          options_.context_reserve_tokens};
+  return {.model = *model_.load(std::memory_order_acquire),
+          .attention = options_.attention,
+          .ranks = ranks_,
+          .max_tokens = options_.default_max_tokens,
+          .reserve_tokens = options_.context_reserve_tokens,
+          .limits = options_.limits,
+          .context_cache_bytes = options_.context_cache_bytes};
 }
 
 template <typename Emit>
@@ -118,6 +156,11 @@ grpc::Status StarService::run_job(grpc::ServerContext& context, const std::share
   } finish{*this};
 
   for (;;) {
+    // The engine thread may be stuck in a collective with a lost rank: answer without it.
+    if (state_.load() == State::kFailed) {
+      channel.cancel(CancelReason::kShutdown);
+      return failed_status();
+    }
     for (ChannelEvent& event : channel.wait(options_.cancel_poll)) {
       const bool last = is_final(event);
       if (!emit(event) && !last) channel.cancel(CancelReason::kClient);
@@ -146,6 +189,8 @@ grpc::Status StarService::run_job(grpc::ServerContext& context, const std::share
 grpc::Status StarService::Generate(grpc::ServerContext* context, const v1::GenerateRequest* request,
                                    grpc::ServerWriter<v1::GenerateResponse>* writer) {
   if (grpc::Status s = admit_call(*context); !s.ok()) return s;
+  Result<ClientStreams::Slot> stream = streams_.open(client_of_peer(context->peer()));
+  if (!stream.ok()) return to_grpc_status(stream.status());
   if (request->request_id().size() > kMaxRequestIdBytes) {
     return {grpc::StatusCode::INVALID_ARGUMENT,
             "request_id: longer than " + std::to_string(kMaxRequestIdBytes) + " bytes"};
@@ -196,6 +241,8 @@ grpc::Status StarService::Generate(grpc::ServerContext* context, const v1::Gener
 grpc::Status StarService::CreateContext(grpc::ServerContext* context, const v1::CreateContextRequest* request,
                                         grpc::ServerWriter<v1::CreateContextResponse>* writer) {
   if (grpc::Status s = admit_call(*context); !s.ok()) return s;
+  Result<ClientStreams::Slot> stream = streams_.open(client_of_peer(context->peer()));
+  if (!stream.ok()) return to_grpc_status(stream.status());
   Result<CreateContextWork> work = parse_create_context_request(*request, defaults());
   if (!work.ok()) return to_grpc_status(work.status());
   auto job = std::make_shared<Job>();

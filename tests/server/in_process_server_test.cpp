@@ -13,6 +13,7 @@
 #include "star/model/kv_cache.h"
 #include "star/server/proto_convert.h"
 #include "star/server/star_server.h"
+#include "support/running_server.h"
 #include "support/star_calls.h"
 #include "support/temp_dir.h"
 
@@ -21,6 +22,7 @@ namespace {
 
 using star::testing::CallOptions;
 using star::testing::GenerateStream;
+using star::testing::RunningServer;
 using star::testing::generate;
 using star::testing::session_request;
 using star::testing::text_request;
@@ -31,63 +33,6 @@ std::string context_text(int lines) {
   for (int i = 1; i <= lines; ++i) text += "Line " + std::to_string(i) + ": the quick brown fox jumps over the lazy dog.\n";
   return text;
 }
-
-// One server on one rank with its engine loop on a thread of its own.
-class RunningServer {
- public:
-  // credentials: how the test's client connects; with TLS, the certificate is for "localhost".
-  RunningServer(const std::filesystem::path& model_dir, ServerOptions options,
-                std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials()) {
-    Result<RuntimeModel> m = open_model(model_dir);
-    EXPECT_TRUE(m.ok()) << m.status().to_string();
-    model_ = std::make_unique<RuntimeModel>(std::move(*m));
-    options.listen_address = "127.0.0.1:0";
-    Result<std::unique_ptr<StarServer>> s = StarServer::start(options, 1);
-    EXPECT_TRUE(s.ok()) << s.status().to_string();
-    server_ = std::move(*s);
-    engine_ = std::make_unique<RankEngine>(*model_, comm_);
-    engine_thread_ = std::thread([this] { served_ = server_->serve(*engine_, {}); });
-    grpc::ChannelArguments arguments;
-    arguments.SetSslTargetNameOverride("localhost");
-    channel_ = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(server_->port()), credentials, arguments);
-    stub_ = v1::StarService::NewStub(channel_);
-    while (health() != Health::SERVING) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  ~RunningServer() { EXPECT_TRUE(stop().ok()); }
-
-  // Shuts down and waits for the engine loop; returns what serve() returned.
-  Status stop() {
-    if (engine_thread_.joinable()) {
-      server_->begin_shutdown();
-      engine_thread_.join();
-      server_.reset();
-    }
-    return served_;
-  }
-
-  Health::ServingStatus health() {
-    auto stub = grpc::health::v1::Health::NewStub(channel_);
-    grpc::ClientContext context;
-    Health response;
-    if (!stub->Check(&context, {}, &response).ok()) return Health::UNKNOWN;
-    return response.status();
-  }
-
-  v1::StarService::Stub& stub() { return *stub_; }
-  StarServer& server() { return *server_; }
-  const RankEngine& engine() const { return *engine_; }
-  const RuntimeModel& model() const { return *model_; }
-
- private:
-  SelfCommunicator comm_;
-  std::unique_ptr<RuntimeModel> model_;
-  std::unique_ptr<StarServer> server_;
-  std::unique_ptr<RankEngine> engine_;
-  std::thread engine_thread_;
-  Status served_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::StarService::Stub> stub_;
-};
 
 class InProcessServer : public ::testing::Test {
  protected:

@@ -59,7 +59,9 @@ class ServerProcess {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     std::ifstream in(port_file);
-    in >> port_ >> rank0_pid_;
+    in >> port_;
+    for (pid_t pid = 0; in >> pid;) rank_pids_.push_back(pid);
+    if (!rank_pids_.empty()) rank0_pid_ = rank_pids_.front();
     channel_ = grpc::CreateChannel(address(), grpc::InsecureChannelCredentials());
     while (health() != grpc::health::v1::HealthCheckResponse::SERVING) {
       if (std::chrono::steady_clock::now() > deadline || exited()) {
@@ -91,6 +93,8 @@ class ServerProcess {
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
   pid_t rank0_pid() const { return rank0_pid_; }
+  // Every rank's pid, by rank (from --port-file).
+  const std::vector<pid_t>& rank_pids() const { return rank_pids_; }
 
   grpc::health::v1::HealthCheckResponse::ServingStatus health() const {
     auto stub = grpc::health::v1::Health::NewStub(channel_);
@@ -134,6 +138,7 @@ class ServerProcess {
   std::filesystem::path log_;
   pid_t mpirun_pid_ = -1;
   pid_t rank0_pid_ = -1;
+  std::vector<pid_t> rank_pids_;
   int port_ = 0;
   int exit_code_ = kRunning;
   std::shared_ptr<grpc::Channel> channel_;

@@ -1,16 +1,19 @@
 // Turning gRPC requests into engine work on the handler thread: every check that can fail runs
 // here, before the request is queued, so the ranks only ever see work they can do. Errors are
 // INVALID_ARGUMENT with the message starting at the field's name (NOT_FOUND for an unknown
-// context_id).
+// context_id, RESOURCE_EXHAUSTED for a context larger than the context cache).
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "star/attention/attention_config.h"
+#include "star/attention/block_plan.h"
 #include "star/common/status.h"
 #include "star/engine/runtime_model.h"
 #include "star/server/context_registry.h"
+#include "star/server/server_options.h"
 #include "star/server/work_queue.h"
 #include "star/v1/star.pb.h"
 
@@ -22,6 +25,8 @@ struct RequestDefaults {
   int ranks = 1;
   int64_t max_tokens = 128;
   int64_t reserve_tokens = 512;
+  ServerLimits limits;
+  int64_t context_cache_bytes = 0;  // per rank: a CreateContext whose KV needs more on a rank is refused
 };
 
 Result<GenerateWork> parse_generate_request(const v1::GenerateRequest& request, const RequestDefaults& defaults,
@@ -29,6 +34,9 @@ Result<GenerateWork> parse_generate_request(const v1::GenerateRequest& request, 
 
 Result<CreateContextWork> parse_create_context_request(const v1::CreateContextRequest& request,
                                                        const RequestDefaults& defaults);
+
+// A context's KV bytes on each rank after Phase 1, as encode_context will hold them.
+std::vector<int64_t> context_rank_bytes(const BlockPlan& plan, const LlamaConfig& config);
 
 // INVALID_ARGUMENT "<field>[i]: <id> is outside the vocabulary [0, V)" for the first bad id.
 Status check_token_ids(const char* field, std::span<const int32_t> ids, int64_t vocab_size);

@@ -10,6 +10,18 @@
 
 namespace star::server {
 
+// What one request may ask for, checked on the handler thread before any work is queued (the
+// error names the field, the value and the limit's flag). The request body's size is gRPC's
+// max receive message size: larger messages are refused by gRPC itself with RESOURCE_EXHAUSTED.
+struct ServerLimits {
+  int64_t max_request_bytes = int64_t{64} << 20;  // one request message
+  int64_t max_context_tokens = 0;                 // of a context, after tokenization; 0: the model's positions
+  int64_t max_tokens = 4096;                      // the largest max_tokens a request may ask for
+  int64_t max_stop_strings = 16;
+  int64_t max_stop_string_bytes = 256;            // each
+  int64_t max_streams_per_client = 64;            // Generate and CreateContext calls open at once per client address
+};
+
 struct ServerOptions {
   std::string listen_address = "127.0.0.1:50051";  // port 0: any free port (StarServer::port())
   std::string api_key;                             // empty: no authentication
@@ -20,6 +32,7 @@ struct ServerOptions {
   int64_t context_reserve_tokens = 512;            // default CreateContext room for query + answer
   int64_t default_max_tokens = 128;
   AttentionConfig attention;                       // unless a request overrides it
+  ServerLimits limits;
   std::chrono::milliseconds shutdown_timeout{30000};  // accepted work may finish within this
   std::chrono::milliseconds cancel_poll{10};       // how often handlers look for cancellation
 };

@@ -40,6 +40,13 @@ class StarServer {
   // Any thread, any time: stop taking requests (UNAVAILABLE, health NOT_SERVING), let accepted
   // ones finish within options.shutdown_timeout, then cancel them. A second call cancels at once.
   void begin_shutdown();
+  // Any thread: the ranks can no longer serve (`why`: which rank was lost and how). Health turns
+  // NOT_SERVING, every queued, running or new request ends with UNAVAILABLE and `why`; returns
+  // once their handlers answered (or `grace` passed).
+  void fail(const std::string& why, std::chrono::milliseconds grace);
+  // Stops the gRPC server; returns once the answers given are on the wire, cutting calls still
+  // open after `grace` (the process may end then).
+  void stop_grpc(std::chrono::milliseconds grace);
 
  private:
   StarServer(const ServerOptions& options, int ranks);

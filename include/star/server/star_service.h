@@ -13,6 +13,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "star/engine/runtime_model.h"
+#include "star/server/client_streams.h"
 #include "star/server/context_registry.h"
 #include "star/server/request_channel.h"
 #include "star/server/request_parsing.h"
@@ -31,6 +32,11 @@ class StarService final : public v1::StarService::Service {
   // Requests are refused from now on (UNAVAILABLE); accepted ones that have not ended by
   // `deadline` are cancelled.
   void stop_serving(std::chrono::steady_clock::time_point deadline);
+  // The ranks can no longer serve (a worker rank was lost): every request, queued, running or
+  // new, ends with UNAVAILABLE and `why`.
+  void fail(const std::string& why);
+  // Waits until no request handler is left running, or `timeout` passed; true when none is left.
+  bool wait_idle(std::chrono::milliseconds timeout) const;
 
   grpc::Status Generate(grpc::ServerContext* context, const v1::GenerateRequest* request,
                         grpc::ServerWriter<v1::GenerateResponse>* writer) override;
@@ -52,7 +58,7 @@ class StarService final : public v1::StarService::Service {
                      v1::AbortResponse* response) override;
 
  private:
-  enum class State { kLoading, kServing, kStopping };
+  enum class State { kLoading, kServing, kStopping, kFailed };
 
   // UNAUTHENTICATED or UNAVAILABLE when the call may not proceed.
   grpc::Status admit_call(const grpc::ServerContext& context) const;
@@ -67,11 +73,13 @@ class StarService final : public v1::StarService::Service {
                                grpc::Status& error);
   void unregister_request(const std::string& id);
   bool shutdown_deadline_passed() const;
+  grpc::Status failed_status() const;
 
   const ServerOptions options_;
   const int ranks_;
   WorkQueue& queue_;
   ContextRegistry& contexts_;
+  ClientStreams streams_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 
   std::atomic<State> state_{State::kLoading};
@@ -79,6 +87,8 @@ class StarService final : public v1::StarService::Service {
   std::atomic<std::chrono::steady_clock::rep> shutdown_deadline_{0};
   std::atomic<int32_t> active_{0};    // jobs queued or running
   std::atomic<int64_t> finished_{0};  // jobs that ended
+  mutable std::mutex failure_mutex_;
+  std::string failure_;  // why the ranks can no longer serve (State::kFailed)
 
   std::mutex requests_mutex_;
   std::unordered_map<std::string, std::shared_ptr<RequestChannel>> requests_;  // Generate calls, by request_id

@@ -7,6 +7,10 @@
 // stop every rank, exit 0; a second signal cancels what is left at once. (Open MPI's mpirun, when
 // it gets SIGTERM itself, kills the ranks after odls_base_sigkill_timeout seconds: signal rank 0,
 // whose pid --port-file records, or raise that timeout.)
+//
+// A worker rank that dies or goes silent for --rank-timeout (RankMonitor): rank 0 logs which,
+// turns health NOT_SERVING, ends every request with UNAVAILABLE and aborts the job (exit 1), so
+// that a supervisor restarts it.
 #include <mpi.h>
 #include <signal.h>
 #include <unistd.h>
@@ -14,9 +18,12 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include "star/attention/attention_config_io.h"
 #include "star/backend/backend_selection.h"
@@ -27,6 +34,7 @@
 #include "star/engine/runtime_model.h"
 #include "star/server/mpi_doorbell.h"
 #include "star/server/rank_engine.h"
+#include "star/server/rank_monitor.h"
 #include "star/server/shutdown_signal.h"
 #include "star/server/star_server.h"
 #include "star/server/worker_loop.h"
@@ -44,15 +52,26 @@ struct Options {
   std::string attention_config_file;
   AttentionConfig attention_flags;
   double shutdown_timeout_seconds = 30;
+  double rank_timeout_seconds = 3;
+  std::string monitor_host;
   ServerOptions server;
 };
 
-// "<port>\n<pid of rank 0>\n", written whole (rename) so that a reader never sees half of it.
-Status write_port_file(const std::string& path, int port) {
+// Time the handlers get to answer their clients after a rank was lost, before the job aborts.
+constexpr std::chrono::seconds kFailGrace{2};
+// Time the answers handed to gRPC get to reach the wire.
+constexpr std::chrono::milliseconds kFlushAnswers{200};
+// If MPI_Abort, called beside an engine thread stuck in a collective, does not end the process.
+constexpr std::chrono::seconds kAbortBackstop{2};
+
+// "<port>\n<pid of rank 0>\n<pid of rank 1>\n...", written whole (rename) so that a reader never
+// sees half of it.
+Status write_port_file(const std::string& path, int port, const std::vector<int32_t>& pids) {
   const std::string partial = path + ".partial";
   {
     std::ofstream out(partial);
-    out << port << "\n" << ::getpid() << "\n";
+    out << port << "\n";
+    for (int32_t pid : pids) out << pid << "\n";
     if (!out) return not_found("--port-file: cannot write '" + partial + "'");
   }
   std::error_code ec;
@@ -77,17 +96,37 @@ bool on_backend(RuntimeModel& model, const std::string& backend, Communicator& c
   return all.ok() && *all;
 }
 
-// The ranks no longer agree (a failed collective): end the whole job rather than leave ranks waiting.
+Result<std::vector<int32_t>> all_pids(Communicator& comm) {
+  std::vector<int32_t> pids(comm.size());
+  const int32_t mine = ::getpid();
+  if (Status s = comm.all_gather(&mine, sizeof(mine), pids.data()); !s.ok()) return s;
+  return pids;
+}
+
+// The ranks no longer agree (a failed collective, a lost rank): end the whole job rather than
+// leave ranks waiting.
 [[noreturn]] void abort_all_ranks(const Status& why) {
   spdlog::critical("{}; aborting every rank", why.to_string());
+  spdlog::default_logger()->flush();
+  std::thread([] {
+    std::this_thread::sleep_for(kAbortBackstop);
+    std::_Exit(1);
+  }).detach();
   MPI_Abort(MPI_COMM_WORLD, 1);
   std::abort();
 }
 
+std::chrono::milliseconds rank_timeout(const Options& o) {
+  return std::chrono::milliseconds(static_cast<int64_t>(o.rank_timeout_seconds * 1000));
+}
+
 int serve_rank0(const Options& o, Communicator& comm, MpiDoorbell& doorbell) {
+  Result<std::vector<int32_t>> pids = all_pids(comm);
+  if (!pids.ok()) return 1;
   Result<std::unique_ptr<StarServer>> server = StarServer::start(o.server, comm.size());
   if (!server.ok()) spdlog::error("{}", server.status().to_string());
-  Status port_written = server.ok() && !o.port_file.empty() ? write_port_file(o.port_file, (*server)->port()) : ok_status();
+  Status port_written =
+      server.ok() && !o.port_file.empty() ? write_port_file(o.port_file, (*server)->port(), *pids) : ok_status();
   if (!port_written.ok()) spdlog::error("{}", port_written.to_string());
   Result<bool> listening = all_ok(comm, server.ok() && port_written.ok());
   if (!listening.ok() || !*listening) return 1;
@@ -104,9 +143,21 @@ int serve_rank0(const Options& o, Communicator& comm, MpiDoorbell& doorbell) {
     return 1;
   }
   if (!on_backend(*model, o.backend, comm)) return 1;
+  auto on_lost = [&s](const std::string& why) {
+    spdlog::critical("{}; every request ends with UNAVAILABLE", why);
+    s.fail(why, kFailGrace);
+    s.stop_grpc(kFlushAnswers);
+    abort_all_ranks(unavailable(why));
+  };
+  Result<std::unique_ptr<RankMonitor>> monitor = RankMonitor::start(comm, rank_timeout(o), o.monitor_host, on_lost);
+  if (!monitor.ok()) {
+    spdlog::error("{}", monitor.status().to_string());
+    return 1;
+  }
   RankEngine engine(*model, comm);
   Status served = s.serve(engine, [&doorbell] { return doorbell.ring(); });
   if (!served.ok()) abort_all_ranks(served);
+  monitor->reset();  // the workers said goodbye; nothing is left to watch
   server->reset();  // gRPC stops while the model its handlers read is still there
   spdlog::info("stopped");
   return 0;
@@ -116,6 +167,7 @@ int serve_worker(const Options& o, Communicator& comm, MpiDoorbell& doorbell) {
   // Rank 0 decides when to stop and tells every rank; a signal that mpirun forwards changes nothing.
   ::signal(SIGTERM, SIG_IGN);
   ::signal(SIGINT, SIG_IGN);
+  if (!all_pids(comm).ok()) return 1;
   Result<bool> listening = all_ok(comm, true);
   if (!listening.ok() || !*listening) return 1;
   Result<RuntimeModel> model = open_model(o.model);
@@ -123,8 +175,11 @@ int serve_worker(const Options& o, Communicator& comm, MpiDoorbell& doorbell) {
   Result<bool> loaded = all_ok(comm, model.ok());
   if (!loaded.ok() || !*loaded) return 1;
   if (!on_backend(*model, o.backend, comm)) return 1;
+  Result<std::unique_ptr<RankHeartbeat>> heartbeat = RankHeartbeat::start(comm);
+  if (!heartbeat.ok()) return 1;
   RankEngine engine(*model, comm);
   if (Status s = run_worker_loop(engine, [&doorbell] { return doorbell.wait(); }); !s.ok()) abort_all_ranks(s);
+  (*heartbeat)->say_goodbye();
   return 0;
 }
 
@@ -177,7 +232,39 @@ int main(int argc, char** argv) {
                  "seconds accepted requests may still run after SIGTERM")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--port-file", o.port_file, "once listening, write the port and rank 0's pid here (one a line)");
+  app.add_option("--port-file", o.port_file, "once listening, write the port and every rank's pid here (one a line)");
+  app.add_option("--rank-timeout", o.rank_timeout_seconds,
+                 "seconds without a worker rank's heartbeat before rank 0 fails every request and aborts the job")
+      ->capture_default_str()
+      ->check(CLI::Range(0.05, 3600.0));
+  app.add_option("--monitor-host", o.monitor_host,
+                 "rank 0's host name or address for the worker ranks' heartbeat connections (default: its host name)");
+  ServerLimits& l = s.limits;
+  app.add_option("--max-request-bytes", l.max_request_bytes, "largest request message (gRPC refuses larger ones)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1024}, int64_t{INT32_MAX}))
+      ->group("Limits");
+  app.add_option("--max-context-tokens", l.max_context_tokens, "context tokens per request (0: the model's positions)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber)
+      ->group("Limits");
+  app.add_option("--max-tokens-limit", l.max_tokens, "largest max_tokens a request may ask for")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber)
+      ->group("Limits");
+  app.add_option("--max-stop-strings", l.max_stop_strings, "stop strings per request")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber)
+      ->group("Limits");
+  app.add_option("--max-stop-string-bytes", l.max_stop_string_bytes, "bytes per stop string")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber)
+      ->group("Limits");
+  app.add_option("--max-streams-per-client", l.max_streams_per_client,
+                 "Generate/CreateContext calls one client address may have open at once")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber)
+      ->group("Limits");
   app.add_option("--log-level", o.log_level, "trace|debug|info|warn|error")->capture_default_str();
   app.add_option("--backend", o.backend, "cpu, or cuda (one GPU per rank, by local rank)")
       ->capture_default_str()->check(CLI::IsMember(star::backend_names()));
@@ -202,6 +289,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   s.attention = *attention;
+  if (s.default_max_tokens > s.limits.max_tokens) {
+    if (comm.rank() == 0) {
+      spdlog::error("--max-tokens {} is above --max-tokens-limit {}", s.default_max_tokens, s.limits.max_tokens);
+    }
+    return 2;
+  }
   s.shutdown_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_timeout_seconds * 1000));
   return comm.rank() == 0 ? serve_rank0(o, comm, **doorbell) : serve_worker(o, comm, **doorbell);
 }
