@@ -2,11 +2,14 @@
 
 set(STAR_WARNINGS -Wall -Wextra -Wno-unused-parameter)
 set(STAR_SANITIZE_FLAGS -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+# libFuzzer's coverage instrumentation for libraries; the fuzz targets link with -fsanitize=fuzzer.
+set(STAR_FUZZ_FLAGS -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
 
-# star_core_library(NAME <target> [SANITIZE]): the engine library from every source under the
-# concern folders. The SANITIZE variant is built at -O1 with ASan + UBSan for the 'asan' test label.
+# star_core_library(NAME <target> [SANITIZE | FUZZ]): the engine library from every source under the
+# concern folders. The SANITIZE variant is built at -O1 with ASan + UBSan for the 'asan' test label;
+# the FUZZ variant (clang) adds libFuzzer's coverage instrumentation for tests/fuzz.
 function(star_core_library)
-  cmake_parse_arguments(ARG "SANITIZE" "NAME" "" ${ARGN})
+  cmake_parse_arguments(ARG "SANITIZE;FUZZ" "NAME" "" ${ARGN})
   add_library(${ARG_NAME} STATIC ${STAR_CORE_SOURCES})
   target_include_directories(${ARG_NAME} PUBLIC ${CMAKE_SOURCE_DIR}/include)
   target_compile_options(${ARG_NAME} PRIVATE ${STAR_WARNINGS})
@@ -15,6 +18,9 @@ function(star_core_library)
     PkgConfig::OPENBLAS PkgConfig::PCRE2 OpenMP::OpenMP_CXX CLI11::CLI11 Threads::Threads)
   if(ARG_SANITIZE)
     target_compile_options(${ARG_NAME} PUBLIC ${STAR_SANITIZE_FLAGS} -O1 -g)
+    target_link_options(${ARG_NAME} PUBLIC ${STAR_SANITIZE_FLAGS})
+  elseif(ARG_FUZZ)
+    target_compile_options(${ARG_NAME} PUBLIC ${STAR_FUZZ_FLAGS} -O1 -g)
     target_link_options(${ARG_NAME} PUBLIC ${STAR_SANITIZE_FLAGS})
   else()
     target_compile_options(${ARG_NAME} PRIVATE $<$<CONFIG:Release>:-O3 -march=native>)

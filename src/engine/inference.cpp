@@ -22,14 +22,13 @@ Status validate_request(const LlamaConfig& config, const InferenceRequest& reque
     return invalid_argument("max_tokens: " + std::to_string(request.generation.max_tokens) + " (must be >= 1)");
   }
   if (Status s = validate_sampling(request.generation.sampling); !s.ok()) return s;
-  const int64_t total = static_cast<int64_t>(request.context_ids.size() + request.query_ids.size()) +
-                        request.generation.max_tokens;
-  if (total > config.max_position_embeddings) {
+  // Compared without forming prompt + max_tokens: a client's max_tokens may be close to INT64_MAX.
+  const auto prompt = static_cast<int64_t>(request.context_ids.size() + request.query_ids.size());
+  if (request.generation.max_tokens > config.max_position_embeddings - prompt) {
     return invalid_argument("context: " + std::to_string(request.context_ids.size()) + " context + " +
                             std::to_string(request.query_ids.size()) + " query + " +
-                            std::to_string(request.generation.max_tokens) + " max_tokens = " + std::to_string(total) +
-                            " tokens exceed the model's " + std::to_string(config.max_position_embeddings) +
-                            " positions");
+                            std::to_string(request.generation.max_tokens) + " max_tokens exceed the model's " +
+                            std::to_string(config.max_position_embeddings) + " positions");
   }
   for (const auto* ids : {&request.context_ids, &request.query_ids}) {
     for (int32_t t : *ids) {

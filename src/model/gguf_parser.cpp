@@ -309,6 +309,12 @@ class GgufParser {
   }
 
   Status check_tensor_data() const {
+    // Even a tensor of zero bytes points into the data section, so it must start inside the file.
+    if (!file_.tensors_.empty() && file_.data_offset_ > size_) {
+      return data_loss(where_ + ": the data section starts at offset " + std::to_string(file_.data_offset_) +
+                       " (the tensor infos padded to the alignment " + std::to_string(file_.alignment_) +
+                       "), past the end of the file (" + std::to_string(size_) + " bytes); the file is truncated");
+    }
     const uint64_t data_size = file_.data_offset_ <= size_ ? size_ - file_.data_offset_ : 0;
     std::vector<const GgufTensorInfo*> by_offset;
     for (const GgufTensorInfo& t : file_.tensors_) {

@@ -181,12 +181,14 @@ bool output_is_embedding_copy(const GgufFile& gguf) {
 
 Status load_gguf_weights(const GgufFile& gguf, const LlamaConfig& c, LlamaWeights& w) {
   if (Status s = load_tensor(gguf, "token_embd.weight", {c.vocab_size, c.dim}, w.embed); !s.ok()) return s;
-  w.layers.resize(static_cast<size_t>(c.n_layers));
+  // Layer by layer: a layer count the file's tensors do not back fails at the first missing
+  // tensor, before a lying header's count of layers is ever allocated.
   for (int64_t layer = 0; layer < c.n_layers; ++layer) {
+    LlamaLayerWeights weights;
     for (const LayerTensorSpec& spec : llama_layer_tensors()) {
-      WeightTensor& target = w.layers[static_cast<size_t>(layer)].*spec.member;
-      if (Status s = load_tensor(gguf, gguf_layer_tensor_name(layer, spec), spec.shape(c), target); !s.ok()) return s;
+      if (Status s = load_tensor(gguf, gguf_layer_tensor_name(layer, spec), spec.shape(c), weights.*spec.member); !s.ok()) return s;
     }
+    w.layers.push_back(std::move(weights));
   }
   if (Status s = load_tensor(gguf, "output_norm.weight", {c.dim}, w.final_norm); !s.ok()) return s;
   if (c.tie_word_embeddings) {

@@ -17,12 +17,14 @@ Status load_tensor(const SafetensorsCheckpoint& checkpoint, const std::string& n
 
 Status load_hf_weights(const SafetensorsCheckpoint& checkpoint, const LlamaConfig& c, LlamaWeights& w) {
   if (Status s = load_tensor(checkpoint, "model.embed_tokens.weight", {c.vocab_size, c.dim}, w.embed); !s.ok()) return s;
-  w.layers.resize(static_cast<size_t>(c.n_layers));
+  // Layer by layer: a layer count the file's tensors do not back fails at the first missing
+  // tensor, before a lying header's count of layers is ever allocated.
   for (int64_t layer = 0; layer < c.n_layers; ++layer) {
+    LlamaLayerWeights weights;
     for (const LayerTensorSpec& spec : llama_layer_tensors()) {
-      WeightTensor& target = w.layers[static_cast<size_t>(layer)].*spec.member;
-      if (Status s = load_tensor(checkpoint, hf_layer_tensor_name(layer, spec), spec.shape(c), target); !s.ok()) return s;
+      if (Status s = load_tensor(checkpoint, hf_layer_tensor_name(layer, spec), spec.shape(c), weights.*spec.member); !s.ok()) return s;
     }
+    w.layers.push_back(std::move(weights));
   }
   if (Status s = load_tensor(checkpoint, "model.norm.weight", {c.dim}, w.final_norm); !s.ok()) return s;
   if (c.tie_word_embeddings) {

@@ -52,12 +52,12 @@ Result<AttentionConfig> request_attention(bool has_override, const v1::Attention
   return apply_attention_override(base, override);
 }
 
+// Compared without forming the sum: a client's max_tokens may be close to INT64_MAX.
 Status check_positions(const char* field, int64_t context, int64_t query, int64_t max_tokens, int64_t positions) {
-  const int64_t total = context + query + max_tokens;
-  if (total <= positions) return ok_status();
+  if (max_tokens <= positions - context - query) return ok_status();
   return invalid_argument(std::string(field) + ": " + std::to_string(context) + " context + " + std::to_string(query) +
-                          " query + " + std::to_string(max_tokens) + " max_tokens = " + std::to_string(total) +
-                          " tokens exceed the model's " + std::to_string(positions) + " positions");
+                          " query + " + std::to_string(max_tokens) + " max_tokens exceed the model's " +
+                          std::to_string(positions) + " positions");
 }
 
 Result<GenerationOptions> generation_options(const v1::GenerateRequest& r, const RequestDefaults& defaults) {

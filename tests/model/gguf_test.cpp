@@ -193,6 +193,11 @@ TEST(Gguf, MalformedFilesGiveNamedErrors) {
     bytes.resize(bytes.size() - 4);
     cases.push_back({"truncated data", bytes, StatusCode::kDataLoss, {"'token_embd.weight'", "truncated"}});
   }
+  {
+    std::string bytes = GgufBuilder().tensor("empty", {0}, testing::kGgmlF32, "").build();
+    bytes.pop_back();  // the padding before the (empty) data section, which must still lie in the file
+    cases.push_back({"data section past end", bytes, StatusCode::kDataLoss, {"data section", "truncated"}});
+  }
   cases.push_back({"offset past end", GgufBuilder().tensor("w", {4}, testing::kGgmlF32, "", uint64_t{1} << 40).build(),
                    StatusCode::kDataLoss, {"'w'", "past the end"}});
   cases.push_back({"misaligned offset",
