@@ -3,7 +3,8 @@
 
 Small, valid inputs that reach deep into each parser: a tiny Llama GGUF (hyper-parameters,
 SentencePiece vocabulary, F32/F16/BF16 tensors) and metadata of every type, safetensors files,
-config.json variants, tokenizer texts from the fixtures, and gRPC requests encoded by protoc.
+config.json variants, tokenizer texts from the fixtures, gRPC requests encoded by protoc, and
+OpenAI request bodies.
 Crash regressions (crash-*) beside the seeds are never touched. Deterministic.
 """
 import json
@@ -243,6 +244,35 @@ def grpc_request_seeds():
     return seeds
 
 
+def http_request_seeds():
+    """OpenAI request bodies; the first byte picks the endpoint (0: chat, 1: completions)."""
+    chat = [
+        {"model": "tiny", "messages": [{"role": "user", "content": "Hello"}]},
+        {"model": "tiny", "messages": [{"role": "system", "content": "Be brief."},
+                                       {"role": "user", "content": "Hi"},
+                                       {"role": "assistant", "content": "Hello!"},
+                                       {"role": "user", "content": "Who are you?"}],
+         "max_tokens": 16, "temperature": 0.7, "top_p": 0.9, "seed": 3, "stop": ["\n", "END"],
+         "stream": True, "stream_options": {"include_usage": True}},
+        {"model": "tiny", "messages": [{"role": "user", "content": "x"}], "n": 2},
+        {"model": "tiny", "messages": [{"role": "user", "content": "q"}],
+         "star": {"context_id": "ctx-1", "attention": {"algorithm": "pulsar", "block_size": 64}},
+         "top_k": 5, "stop_token_ids": [1, 2], "ignore_eos": True, "max_completion_tokens": 8},
+        {"model": "tiny", "messages": []},
+    ]
+    completions = [
+        {"model": "tiny", "prompt": "Once upon a time", "max_tokens": 8},
+        {"model": "tiny", "prompt": "Q?", "star": {"context": "A long document."}, "stream": True},
+        {"model": "tiny", "prompt": ["a", "b"], "min_tokens": 1},
+    ]
+    seeds = {}
+    for i, body in enumerate(chat):
+        seeds[f"chat-{i:02d}"] = b"\x00" + json.dumps(body).encode()
+    for i, body in enumerate(completions):
+        seeds[f"completion-{i:02d}"] = b"\x01" + json.dumps(body).encode()
+    return seeds
+
+
 def main():
     write_seeds("gguf_reader", gguf_seeds())
     write_seeds("safetensors_reader", safetensors_seeds())
@@ -250,6 +280,7 @@ def main():
     write_seeds("byte_level_bpe", tokenizer_seeds(3))
     write_seeds("sentencepiece", tokenizer_seeds(3))
     write_seeds("grpc_request", grpc_request_seeds())
+    write_seeds("http_request", http_request_seeds())
     total = sum(f.stat().st_size for f in CORPUS.rglob("*") if f.is_file())
     print(f"corpus: {total} bytes under {CORPUS.relative_to(ROOT)}")
     return 0
