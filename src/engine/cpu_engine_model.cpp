@@ -57,6 +57,11 @@ Status foreign(const char* what) { return invalid_argument(std::string("cpu back
 
 }  // namespace
 
+int64_t CpuEngineModel::kv_bytes_per_token() const {
+  const LlamaConfig& c = model_.config();
+  return static_cast<int64_t>(KvCache(c.n_layers, c.n_kv_heads, c.head_dim).bytes_per_token());
+}
+
 Result<std::unique_ptr<KvShard>> CpuEngineModel::new_shard(int64_t capacity) {
   const LlamaConfig& c = model_.config();
   KvCache cache(c.n_layers, c.n_kv_heads, c.head_dim);

@@ -88,8 +88,7 @@ Result<GenerationOptions> generation_options(const v1::GenerateRequest& r, const
 
 }  // namespace
 
-std::vector<int64_t> context_rank_bytes(const BlockPlan& plan, const LlamaConfig& config) {
-  const int64_t bytes_per_token = 2 * config.n_layers * config.n_kv_heads * config.head_dim * int64_t{sizeof(float)};
+std::vector<int64_t> context_rank_bytes(const BlockPlan& plan, int64_t kv_bytes_per_token) {
   std::vector<int64_t> bytes;
   for (const RankPlan& rank : plan.ranks) {
     int64_t tokens = rank.shard.size();
@@ -98,7 +97,7 @@ std::vector<int64_t> context_rank_bytes(const BlockPlan& plan, const LlamaConfig
         if (step.kind == EncodeStep::Kind::kExtendPrefix) tokens += static_cast<int64_t>(step.token_ids.size());
       }
     }
-    bytes.push_back(tokens * bytes_per_token);
+    bytes.push_back(tokens * kv_bytes_per_token);
   }
   return bytes;
 }
@@ -214,7 +213,7 @@ Result<CreateContextWork> parse_create_context_request(const v1::CreateContextRe
   Result<BlockPlan> plan = check_plan(work.context_ids, work.attention, defaults.ranks);
   if (!plan.ok()) return plan.status();
   work.context_blocks = static_cast<int>(plan->blocks.size());
-  const std::vector<int64_t> rank_bytes = context_rank_bytes(*plan, config);
+  const std::vector<int64_t> rank_bytes = context_rank_bytes(*plan, defaults.model.engine->kv_bytes_per_token());
   for (size_t rank = 0; rank < rank_bytes.size(); ++rank) {
     if (rank_bytes[rank] > defaults.context_cache_bytes) {
       return resource_exhausted("context: its KV needs " + text_of(rank_bytes[rank]) + " bytes on rank " +

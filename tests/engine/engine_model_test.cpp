@@ -96,6 +96,7 @@ TEST_F(CpuEngine, AppendCopiesEveryRowAfterTheOnesHeld) {
   ASSERT_TRUE(engine.append(**from, **to).ok());
   EXPECT_EQ((*to)->tokens(), 8);
   EXPECT_EQ((*to)->bytes(), 8 * KvCache(c.n_layers, c.n_kv_heads, c.head_dim).bytes_per_token());
+  EXPECT_EQ(static_cast<int64_t>((*to)->bytes()), 8 * engine.kv_bytes_per_token());
   const KvCache& a = dynamic_cast<const CpuKvShard&>(**from).cache;
   const KvCache& b = dynamic_cast<const CpuKvShard&>(**to).cache;
   const size_t row_bytes = static_cast<size_t>(a.row_floats()) * sizeof(float);
@@ -136,6 +137,7 @@ class RinglessEngine final : public EngineModel {
   explicit RinglessEngine(std::unique_ptr<EngineModel> cpu) : cpu_(std::move(cpu)) {}
   const LlamaConfig& config() const override { return cpu_->config(); }
   std::string_view backend_name() const override { return "ringless"; }
+  int64_t kv_bytes_per_token() const override { return cpu_->kv_bytes_per_token(); }
   Status supports(EncodeStep::Kind kind) const override {
     return kind == EncodeStep::Kind::kRingSegment ? unimplemented("no ring here") : ok_status();
   }

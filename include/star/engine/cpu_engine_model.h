@@ -29,6 +29,7 @@ class CpuEngineModel final : public EngineModel {
 
   const LlamaConfig& config() const override { return model_.config(); }
   std::string_view backend_name() const override { return "cpu"; }
+  int64_t kv_bytes_per_token() const override;
   Status supports(EncodeStep::Kind) const override { return ok_status(); }
 
   Result<std::unique_ptr<KvShard>> new_shard(int64_t capacity) override;

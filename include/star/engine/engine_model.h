@@ -49,6 +49,8 @@ class EngineModel {
 
   virtual const LlamaConfig& config() const = 0;
   virtual std::string_view backend_name() const = 0;  // "cpu", "cuda"
+  // The shard bytes one token's K and V take over every layer (float32 on the CPU, bf16 on a GPU).
+  virtual int64_t kv_bytes_per_token() const = 0;
 
   // Ok when this backend can run steps of `kind`; otherwise UNIMPLEMENTED naming the backend.
   virtual Status supports(EncodeStep::Kind kind) const = 0;

@@ -36,7 +36,7 @@ Result<CreateContextWork> parse_create_context_request(const v1::CreateContextRe
                                                        const RequestDefaults& defaults);
 
 // A context's KV bytes on each rank after Phase 1, as encode_context will hold them.
-std::vector<int64_t> context_rank_bytes(const BlockPlan& plan, const LlamaConfig& config);
+std::vector<int64_t> context_rank_bytes(const BlockPlan& plan, int64_t kv_bytes_per_token);
 
 // INVALID_ARGUMENT "<field>[i]: <id> is outside the vocabulary [0, V)" for the first bad id.
 Status check_token_ids(const char* field, std::span<const int32_t> ids, int64_t vocab_size);

@@ -77,6 +77,10 @@ class CudaEngineModel final : public EngineModel {
 
   const LlamaConfig& config() const override { return model_->config(); }
   std::string_view backend_name() const override { return "cuda"; }
+  int64_t kv_bytes_per_token() const override {
+    const LlamaConfig& c = model_->config();
+    return 2 * c.n_layers * c.n_kv_heads * c.head_dim * int64_t{sizeof(__nv_bfloat16)};
+  }
   Status supports(EncodeStep::Kind kind) const override {
     return kind == EncodeStep::Kind::kRingSegment ? no_ring() : ok_status();
   }
