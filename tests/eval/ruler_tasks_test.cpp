@@ -14,10 +14,10 @@
 namespace star::eval {
 namespace {
 
-using star::testing::needle_tokenizer;
+using star::testing::eval_tokenizer;
 
 std::vector<TaskSample> make(std::string_view task, int64_t length, int count, uint64_t seed = 7) {
-  auto s = make_task_samples(task, needle_tokenizer(), length, count, seed);
+  auto s = make_task_samples(task, eval_tokenizer(), length, count, seed);
   EXPECT_TRUE(s.ok()) << s.status().to_string();
   return s.ok() ? *s : std::vector<TaskSample>{};
 }
@@ -37,12 +37,12 @@ std::string asked_key(const std::string& query) {
 
 TEST(RulerTasks, EveryTaskFitsItsLengthInTheModelsTokens) {
   for (const TaskInfo& t : ruler_tasks()) {
-    for (int64_t length : {256, 1024}) {
+    for (int64_t length : {512, 1024}) {
       for (const TaskSample& s : make(t.name, length, 3)) {
         EXPECT_EQ(s.task, t.name);
-        const auto context_ids = needle_tokenizer().encode(s.context, EncodeOptions{.add_bos = true});
+        const auto context_ids = eval_tokenizer().encode(s.context, EncodeOptions{.add_bos = true});
         EXPECT_EQ(static_cast<int64_t>(context_ids.size()), s.context_tokens) << t.name;
-        EXPECT_EQ(static_cast<int64_t>(needle_tokenizer().encode(s.query).size()), s.query_tokens) << t.name;
+        EXPECT_EQ(static_cast<int64_t>(eval_tokenizer().encode(s.query).size()), s.query_tokens) << t.name;
         EXPECT_LE(s.context_tokens + s.query_tokens, length) << t.name;
         // Filler pads the needle tasks to within a sentence of the length.
         if (t.name.starts_with("niah")) EXPECT_GE(s.context_tokens + s.query_tokens, length - 40) << t.name;
@@ -144,7 +144,7 @@ TEST(RulerTasks, VariableTrackingChainsEveryExpectedName) {
 }
 
 TEST(RulerTasks, CommonWordsAreTheMostListedOnes) {
-  for (int64_t length : {256, 1024}) {
+  for (int64_t length : {512, 1024}) {
     for (const TaskSample& s : make("cwe", length, 3)) {
       std::map<std::string, int> counts;
       const std::regex entry("(\\d+)\\. (\\w+)\n");
@@ -180,13 +180,13 @@ TEST(RulerTasks, FrequentWordsAreTheThreeMostFrequentInOrder) {
 }
 
 TEST(RulerTasks, BadRequestsAreNamed) {
-  auto unknown = make_task_samples("niah_single_9", needle_tokenizer(), 512, 1, 1);
+  auto unknown = make_task_samples("niah_single_9", eval_tokenizer(), 512, 1, 1);
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find("unknown task \"niah_single_9\""), std::string::npos);
-  auto short_length = make_task_samples("niah_multiquery", needle_tokenizer(), 40, 1, 1);
+  auto short_length = make_task_samples("niah_multiquery", eval_tokenizer(), 40, 1, 1);
   ASSERT_FALSE(short_length.ok());
   EXPECT_NE(short_length.status().message().find("too short for task niah_multiquery"), std::string::npos);
-  EXPECT_FALSE(make_task_samples("vt", needle_tokenizer(), 512, 0, 1).ok());
+  EXPECT_FALSE(make_task_samples("vt", eval_tokenizer(), 512, 0, 1).ok());
 }
 
 TEST(RulerTasks, AnyModelsTokenizerSizesTheTasks) {
