@@ -107,7 +107,7 @@ class GrpcClient:
 
 
 class HttpClient:
-    """OpenAI /v1/completions. Untested until star-openai lands; written against the OpenAI API."""
+    """OpenAI /v1/completions, as star-openai serves it."""
 
     def __init__(self, url, api_key, max_tokens, timeout, model):
         self.url = url.rstrip("/") + "/v1/completions"
