@@ -81,7 +81,4 @@ function(star_http_library)
   add_library(${ARG_NAME} STATIC ${STAR_HTTP_SOURCES})
   target_compile_options(${ARG_NAME} PRIVATE ${STAR_WARNINGS})
   target_link_libraries(${ARG_NAME} PUBLIC ${ARG_CORE} star_proto PkgConfig::HTTPLIB)
-  # cpp-httplib listens with a backlog of 5: a burst of new connections (many clients retrying
-  # after 503s) overflowed it and clients saw connection resets.
-  target_compile_definitions(${ARG_NAME} PUBLIC CPPHTTPLIB_LISTEN_BACKLOG=1024)
 endfunction()

@@ -1,10 +1,17 @@
 #include "star/http/openai_server.h"
 
+#include <sys/socket.h>
+
 #include <exception>
 
 #include "star/http/http_reply.h"
 
 namespace star::http {
+namespace {
+
+constexpr int kListenBacklog = 1024;
+
+}  // namespace
 
 OpenAiServer::OpenAiServer(ShimOptions options)
     : options_(std::move(options)),
@@ -14,6 +21,14 @@ OpenAiServer::OpenAiServer(ShimOptions options)
   server_.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   server_.set_payload_max_length(options_.max_body_bytes);
   server_.set_tcp_nodelay(true);  // stream chunks leave at once
+  // Debian's cpp-httplib is a compiled library that listens with a backlog of 5: a burst of new
+  // connections (many clients coming back after 503s) overflowed it and clients saw resets. This
+  // hook replaces httplib's default options (SO_REUSEADDR) and keeps the socket for bind().
+  server_.set_socket_options([this](socket_t sock) {
+    const int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listen_socket_ = static_cast<int>(sock);
+  });
   server_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (authorized(req)) return httplib::Server::HandlerResponse::Unhandled;
     reply_error(res, unauthorized());
@@ -66,6 +81,11 @@ Status OpenAiServer::bind() {
   }
   port_ = port == 0 ? server_.bind_to_any_port(host) : (server_.bind_to_port(host, port) ? port : -1);
   if (port_ <= 0) return unavailable("--listen: cannot bind " + options_.listen);
+  // Listening again on a listening socket only changes its backlog.
+  if (::listen(listen_socket_, kListenBacklog) != 0) {
+    return unavailable("--listen: cannot listen on " + options_.listen + " with a backlog of " +
+                       std::to_string(kListenBacklog));
+  }
   return ok_status();
 }
 

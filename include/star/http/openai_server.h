@@ -35,6 +35,7 @@ class OpenAiServer {
   RouteContext routes_;
   httplib::Server server_;
   int port_ = 0;
+  int listen_socket_ = -1;  // kept by the socket-options hook, so that bind() can widen the backlog
 };
 
 }  // namespace star::http
