@@ -137,11 +137,11 @@ def gguf_seeds():
     metadata_only = gguf_file(every_type, [("t", [2, 3], 0, f32([1, 2, 3, 4, 5, 6])), ("empty", [0], 0, b"")],
                               alignment=32)
     return {
-        "llama-f32.gguf": tiny_llama_gguf(0, tied=False),
-        "llama-f16-tied.gguf": tiny_llama_gguf(1, tied=True),
-        "llama-bf16.gguf": tiny_llama_gguf(30, tied=False),
-        "metadata-every-type.gguf": metadata_only,
-        "header-only.gguf": gguf_file([], []),
+        "llama-f32": tiny_llama_gguf(0, tied=False),
+        "llama-f16-tied": tiny_llama_gguf(1, tied=True),
+        "llama-bf16": tiny_llama_gguf(30, tied=False),
+        "metadata-every-type": metadata_only,
+        "header-only": gguf_file([], []),
     }
 
 
@@ -160,9 +160,9 @@ def safetensors_seeds():
            "scalar": {"dtype": "F32", "shape": [], "data_offsets": [24, 28]},
            "empty": {"dtype": "F32", "shape": [0, 4], "data_offsets": [28, 28]}}
     return {
-        "mixed.safetensors": safetensors_file(two, bytes(range(28))),
-        "empty-header.safetensors": safetensors_file({}, b""),
-        "one.safetensors": safetensors_file({"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}, f32([1.5])),
+        "mixed": safetensors_file(two, bytes(range(28))),
+        "empty-header": safetensors_file({}, b""),
+        "one": safetensors_file({"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}, f32([1.5])),
     }
 
 
