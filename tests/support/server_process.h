@@ -4,9 +4,7 @@
 // the destructor stops the server if the test did not.
 #pragma once
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,9 +19,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "support/spawn_logged.h"
 #include "support/temp_dir.h"
 
-extern char** environ;
 
 namespace star::testing {
 
@@ -42,15 +40,7 @@ class ServerProcess {
       argv.push_back(a);
     }
     argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<char*> c_argv;
-    for (std::string& a : argv) c_argv.push_back(a.data());
-    c_argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    if (posix_spawn(&mpirun_pid_, c_argv[0], &actions, nullptr, c_argv.data(), environ) != 0) mpirun_pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
+    mpirun_pid_ = spawn_logged(std::move(argv), log_);
     if (mpirun_pid_ < 0) return;
 
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);

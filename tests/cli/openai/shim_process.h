@@ -2,9 +2,7 @@
 // The constructor returns once GET /health answers (200 or 503); the destructor stops it.
 #pragma once
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,9 +16,9 @@
 
 #include <httplib.h>
 
+#include "support/spawn_logged.h"
 #include "support/temp_dir.h"
 
-extern char** environ;
 
 namespace star::testing {
 
@@ -32,15 +30,7 @@ class ShimProcess {
     log_ = dir_.path() / "shim.log";
     std::vector<std::string> argv = {STAR_OPENAI_PATH, "--listen", "127.0.0.1:0", "--port-file", port_file.string()};
     argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<char*> c_argv;
-    for (std::string& a : argv) c_argv.push_back(a.data());
-    c_argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    if (posix_spawn(&pid_, c_argv[0], &actions, nullptr, c_argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
+    pid_ = spawn_logged(std::move(argv), log_);
     if (pid_ < 0) return;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (!std::filesystem::exists(port_file)) {
