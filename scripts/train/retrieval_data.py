@@ -117,11 +117,11 @@ def fill(rng, tok_len, budget, haystack, pieces, taken=()):
   return sentences
 
 
-def sample(rng, tok_len, budget, n_distractors, task):
+def sample(rng, tok_len, budget, n_distractors, task, haystacks=("noise", "essay", "essay", "needles")):
   """One training sample. task: single | multivalue. Distractor needles use other keys."""
   value_kind = rng.choice(["number", "number", "word", "code"])
   key_kind = rng.choice(["word", "word", "pair"])
-  haystack = rng.choice(["noise", "essay", "essay", "needles"])
+  haystack = rng.choice(haystacks)
   keys = {}  # last word -> key: keys that share no word at their end
   while len(keys) < n_distractors + 1:
     key = make_key(rng, key_kind if rng.random() < 0.7 else rng.choice(["word", "pair"]))

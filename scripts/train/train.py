@@ -2,11 +2,11 @@
 """Trains a small Llama (LlamaForCausalLM: RMSNorm, half-vector RoPE, SwiGLU, GQA) from scratch on
 synthetic long-context retrieval data and writes it in HF layout for the C++ engine.
 
-  nice -n 0 /usr/bin/python3 scripts/train/train.py --out /tmp/needle-llama
+  /usr/bin/python3 scripts/train/train.py --out /tmp/needle-llama --steps 3000
 
-Curriculum: short sequences packed with many key -> value needles first (key matching must be
-learned before the needle is far away), then longer and longer haystacks up to --max-len.
-Everything is seeded: the same command writes the same model.
+Curriculum: a lone needle in short filler plus a copying drill first (copying must form before
+anything else can), then longer haystacks with distractor needles, then up to --max-len.
+Data, initialisation and tokenizer are seeded (--seed).
 """
 import argparse
 import json
@@ -83,20 +83,21 @@ def encode_sample(tok, s, bos, eos, extra_queries=0):
 
 
 def stage(progress, max_len, rng):
-  """(length budget, distractor needles) for a sample at this point of the curriculum: copying a
-  lone needle first, then short texts packed with needles (the asked key must be matched), then
-  longer and longer haystacks, with short samples mixed in so the earlier skills stay."""
-  if progress < 0.12:
-    return rng.randint(48, 160), rng.randint(0, 2)
-  if progress < 0.35:
-    return rng.randint(64, 256), rng.randint(2, 12)
-  if progress < 0.55 or rng.random() < 0.25:
-    return rng.randint(96, max(128, max_len // 2)), rng.randint(0, 8)
-  return rng.randint(max_len // 2, max_len - 40), rng.randint(0, 6)
+  """(length budget, distractor needles, haystack kinds) for a sample at this point of the
+  curriculum. A lone needle in short filler first: copying (an induction head) forms only when the
+  answer can be found without matching keys. Then longer haystacks and a few distractor needles
+  (key matching), then up to max_len with a quarter of the samples shorter so earlier skills stay."""
+  if progress < 0.25:
+    return rng.randint(48, 256), (0 if rng.random() < 0.8 else rng.randint(1, 2)), ("noise", "essay")
+  if progress < 0.45:
+    return rng.randint(128, max(160, max_len // 2)), rng.randint(0, 3), ("noise", "essay", "essay", "needles")
+  if rng.random() < 0.25:
+    return rng.randint(96, max(128, max_len // 2)), rng.randint(0, 4), ("noise", "essay", "essay", "needles")
+  return rng.randint(max_len // 2, max_len - 40), rng.randint(0, 4), ("noise", "essay", "essay", "needles")
 
 
 def make_batch(tok, counter, rng, progress, args, bos, eos):
-  budget, distractors = stage(progress, args.max_len, rng)
+  budget, distractors, haystacks = stage(progress, args.max_len, rng)
   rows = []
   total = 0
   while total < args.tokens_per_step:
@@ -104,7 +105,7 @@ def make_batch(tok, counter, rng, progress, args, bos, eos):
     if rng.random() < args.repeat_fraction * (1.0 if progress < 0.35 else 0.5):
       s = data.repeat_sample(rng, rng.randint(4, max(5, budget // 8)))
     else:
-      s = data.sample(rng, counter, budget, distractors, task)
+      s = data.sample(rng, counter, budget, distractors, task, haystacks)
     ids, mask = encode_sample(tok, s, bos, eos, args.extra_queries)
     ids, mask = ids[:args.max_len + 96], mask[:args.max_len + 96]
     rows.append((ids, mask))
@@ -121,7 +122,8 @@ def make_batch(tok, counter, rng, progress, args, bos, eos):
 
 
 def loss_of(model, x, w, a, context_weight):
-  """Mean answer-token loss plus context_weight times the mean loss on every other token."""
+  """Mean answer-token loss plus context_weight times the mean loss on every other token, and the
+  share of answer tokens the model predicts (argmax), which shows copying forming as it trains."""
   logits = model(x)[:, :-1].float()
   target = x[:, 1:]
   ce = F.cross_entropy(logits.reshape(-1, logits.size(-1)), target.reshape(-1), reduction="none").view_as(target)
@@ -129,7 +131,8 @@ def loss_of(model, x, w, a, context_weight):
   other = valid * (1 - ans)
   answer_loss = (ce * ans).sum() / ans.sum().clamp(min=1)
   context_loss = (ce * other).sum() / other.sum().clamp(min=1)
-  return answer_loss + context_weight * context_loss, answer_loss
+  answer_accuracy = ((logits.argmax(-1) == target).float() * ans).sum() / ans.sum().clamp(min=1)
+  return answer_loss + context_weight * context_loss, answer_loss, answer_accuracy
 
 
 @torch.no_grad()
@@ -186,8 +189,8 @@ def save_model(model, tok_path, out, args):
 def main():
   p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   p.add_argument("--out", required=True)
-  p.add_argument("--steps", type=int, default=1800)
-  p.add_argument("--tokens-per-step", type=int, default=4096)
+  p.add_argument("--steps", type=int, default=3000)
+  p.add_argument("--tokens-per-step", type=int, default=8192)
   p.add_argument("--max-len", type=int, default=1024)
   p.add_argument("--max-position", type=int, default=4096)
   p.add_argument("--hidden", type=int, default=128)
@@ -237,7 +240,7 @@ def main():
       g["lr"] = lr
     x, w, a = make_batch(tok, counter, rng, progress, args, bos, eos)
     with torch.autocast("cpu", dtype=torch.bfloat16):
-      loss, answer_loss = loss_of(model, x, w, a, args.context_weight)
+      loss, answer_loss, answer_accuracy = loss_of(model, x, w, a, args.context_weight)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -246,6 +249,7 @@ def main():
     if step % 25 == 0:
       el = time.time() - start
       print(f"step {step} len {x.size(1)} loss {loss.item():.3f} answer {answer_loss.item():.3f} "
+            f"answer acc {answer_accuracy.item():.2f} "
             f"lr {lr:.2e} {tokens / el:.0f} tok/s {el / 60:.1f} min", flush=True)
     if step % args.eval_every == 0 or step == args.steps:
       save_model(model, tok_path, args.out, args)
