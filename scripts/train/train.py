@@ -186,6 +186,42 @@ def save_model(model, tok_path, out, args):
               indent=2)
 
 
+def write_card(out, model, args, history, tokens, seconds):
+  """README.md beside the weights: what the model is, the command that made it, the data, and the
+  held-out exact match at every checkpoint so far. Evaluations of the finished model (star-eval)
+  are added to it by hand."""
+  config = model.config
+  params = sum(t.numel() for t in model.parameters())
+  lengths = sorted({n for _, acc in history for n in acc})
+  lines = [
+      f"# {os.path.basename(os.path.abspath(out))}", "",
+      "A small Llama (`LlamaForCausalLM`) trained from scratch by `scripts/train/train.py` on synthetic",
+      "long-context retrieval text (`scripts/train/retrieval_data.py`): filler with",
+      "\"The special magic <number|word|code> for <key> is <value>.\" needles and a question at the end.", "",
+      "| | |", "|---|---|",
+      f"| layers / hidden / heads / KV heads / MLP | {config.num_hidden_layers} / {config.hidden_size} / "
+      f"{config.num_attention_heads} / {config.num_key_value_heads} / {config.intermediate_size} |",
+      f"| parameters | {params:,} |",
+      f"| vocabulary | {config.vocab_size:,} byte-level BPE, every digit its own token |",
+      f"| trained up to | {args.max_len:,} tokens (`max_position_embeddings` {args.max_position:,}) |", "",
+      "## Training", "", "```sh", "/usr/bin/python3 scripts/train/train.py " + " ".join(sys.argv[1:]), "```", "",
+      f"{len(history) and history[-1][0]:,} steps, {tokens / 1e6:.1f}M tokens in {seconds / 60:.1f} minutes "
+      f"({tokens / max(seconds, 1e-9):,.0f} tokens/s, {args.threads} threads, bf16 autocast), seed {args.seed}, "
+      f"lr {args.lr:g} cosine to 10%, {args.tokens_per_step:,} tokens per step.", "",
+      f"Curriculum (`stage()`): lone needles in 48-256 tokens for the first 25% of the steps, then "
+      f"128-{max(160, args.max_len // 2)} tokens with 0-3 distractor needles to 45%, then "
+      f"{args.max_len // 2}-{args.max_len - 40} tokens (a quarter of the samples shorter) with 0-4; a copying "
+      f"drill in {100 * args.repeat_fraction:.0f}% of the samples early, half that later.", "",
+      "Held-out single-needle exact match (10 samples per length, 0-4 distractor needles, every value and",
+      "haystack kind):", "",
+      "| step | " + " | ".join(f"{n:,} tokens" for n in lengths) + " |",
+      "|---|" + "---:|" * len(lengths)]
+  for step, acc in history:
+    lines.append(f"| {step:,} | " + " | ".join(f"{100 * acc[n]:.0f}%" for n in lengths) + " |")
+  with open(os.path.join(out, "README.md"), "w") as f:
+    f.write("\n".join(lines) + "\n")
+
+
 def main():
   p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   p.add_argument("--out", required=True)
@@ -233,6 +269,7 @@ def main():
   counter = TokenCounter(tok)
   start = time.time()
   tokens = 0
+  history = []
   for step in range(1, args.steps + 1):
     progress = step / args.steps
     lr = args.lr * min(1.0, step / args.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
@@ -254,6 +291,8 @@ def main():
     if step % args.eval_every == 0 or step == args.steps:
       save_model(model, tok_path, args.out, args)
       acc = greedy_accuracy(model, tok, bos, eos, [256, args.max_len], 10, seed=987654)
+      history.append((step, acc))
+      write_card(args.out, model, args, history, tokens, time.time() - start)
       print(f"step {step} checkpoint written; held-out single-needle exact match {acc}", flush=True)
   print(f"done in {(time.time() - start) / 60:.1f} min", flush=True)
 
