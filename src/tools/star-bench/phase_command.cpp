@@ -10,8 +10,7 @@
 
 #include "star/attention/attention_config_io.h"
 #include "star/backend/backend_selection.h"
-#include "star/dist/mpi_communicator.h"
-#include "star/dist/mpi_runtime.h"
+#include "star/dist/mpi_session.h"
 #include "star/engine/inference.h"
 
 namespace star {
@@ -29,17 +28,12 @@ CLI::App* add_phase_command(CLI::App& app, PhaseCommandOptions& o) {
 }
 
 int run_phase_command(const CLI::App& command, const PhaseCommandOptions& o) {
-  Result<MpiRuntime> mpi = MpiRuntime::start(nullptr, nullptr);
+  Result<MpiSession> mpi = MpiSession::start(nullptr, nullptr);
   if (!mpi.ok()) {
     std::fprintf(stderr, "star-bench: %s\n", mpi.status().to_string().c_str());
     return 1;
   }
-  auto world = MpiCommunicator::duplicate_world();
-  if (!world.ok()) {
-    std::fprintf(stderr, "star-bench: %s\n", world.status().to_string().c_str());
-    return 1;
-  }
-  Communicator& comm = **world;
+  Communicator& comm = *mpi->world;
   if (Status s = check_backend(o.backend); !s.ok()) {
     std::fprintf(stderr, "%s\n", s.to_string().c_str());
     return 2;

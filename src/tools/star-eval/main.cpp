@@ -16,8 +16,7 @@
 #include "star/attention/attention_config_io.h"
 #include "star/common/logging.h"
 #include "star/common/thread_environment.h"
-#include "star/dist/mpi_communicator.h"
-#include "star/dist/mpi_runtime.h"
+#include "star/dist/mpi_session.h"
 #include "star/engine/inference.h"
 #include "star/engine/runtime_model.h"
 #include "star/eval/eval_matrix.h"
@@ -173,17 +172,12 @@ int run(const Options& o, Communicator& comm) {
 
 int main(int argc, char** argv) {
   star::ensure_thread_environment(argv);
-  star::Result<star::MpiRuntime> mpi = star::MpiRuntime::start(&argc, &argv);
+  star::Result<star::MpiSession> mpi = star::MpiSession::start(&argc, &argv);
   if (!mpi.ok()) {
     std::fprintf(stderr, "star-eval: %s\n", mpi.status().to_string().c_str());
     return 1;
   }
-  auto world = star::MpiCommunicator::duplicate_world();
-  if (!world.ok()) {
-    std::fprintf(stderr, "star-eval: %s\n", world.status().to_string().c_str());
-    return 1;
-  }
-  star::Communicator& comm = **world;
+  star::Communicator& comm = *mpi->world;
   CLI::App app{"star-eval: RULER-style accuracy of each attention algorithm (task x algorithm x length)"};
   Options o;
   for (const auto& t : star::eval::ruler_tasks()) o.tasks.emplace_back(t.name);

@@ -18,8 +18,7 @@
 #include "star/common/logging.h"
 #include "star/common/thread_environment.h"
 #include "star/dist/broadcast_string.h"
-#include "star/dist/mpi_communicator.h"
-#include "star/dist/mpi_runtime.h"
+#include "star/dist/mpi_session.h"
 #include "star/engine/inference.h"
 #include "star/engine/runtime_model.h"
 
@@ -195,17 +194,12 @@ int run(const Options& o, Communicator& comm) {
 
 int main(int argc, char** argv) {
   star::ensure_thread_environment(argv);
-  star::Result<star::MpiRuntime> mpi = star::MpiRuntime::start(&argc, &argv);
+  star::Result<star::MpiSession> mpi = star::MpiSession::start(&argc, &argv);
   if (!mpi.ok()) {
     std::fprintf(stderr, "star-run: %s\n", mpi.status().to_string().c_str());
     return 1;
   }
-  auto world = star::MpiCommunicator::duplicate_world();
-  if (!world.ok()) {
-    std::fprintf(stderr, "star-run: %s\n", world.status().to_string().c_str());
-    return 1;
-  }
-  star::Communicator& comm = **world;
+  star::Communicator& comm = *mpi->world;
   CLI::App app{"star-run: offline generation with Star Attention across MPI ranks"};
   Options o;
   app.add_option("--model", o.model, "HF model directory or .gguf file")->required();

@@ -29,8 +29,7 @@
 #include "star/backend/backend_selection.h"
 #include "star/common/logging.h"
 #include "star/common/thread_environment.h"
-#include "star/dist/mpi_communicator.h"
-#include "star/dist/mpi_runtime.h"
+#include "star/dist/mpi_session.h"
 #include "star/engine/runtime_model.h"
 #include "star/server/mpi_doorbell.h"
 #include "star/server/rank_engine.h"
@@ -187,14 +186,9 @@ int serve_worker(const Options& o, Communicator& comm, MpiDoorbell& doorbell) {
 
 int main(int argc, char** argv) {
   star::ensure_thread_environment(argv);
-  star::Result<star::MpiRuntime> mpi = star::MpiRuntime::start(&argc, &argv);
+  star::Result<star::MpiSession> mpi = star::MpiSession::start(&argc, &argv);
   if (!mpi.ok()) {
     std::fprintf(stderr, "star-server: %s\n", mpi.status().to_string().c_str());
-    return 1;
-  }
-  auto world = star::MpiCommunicator::duplicate_world();
-  if (!world.ok()) {
-    std::fprintf(stderr, "star-server: %s\n", world.status().to_string().c_str());
     return 1;
   }
   auto doorbell = MpiDoorbell::create();
@@ -202,7 +196,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "star-server: %s\n", doorbell.status().to_string().c_str());
     return 1;
   }
-  star::Communicator& comm = **world;
+  star::Communicator& comm = *mpi->world;
 
   CLI::App app{"star-server: the star.v1 gRPC API over MPI ranks (rank 0 serves, every rank holds a KV shard)"};
   Options o;
