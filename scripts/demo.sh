@@ -40,7 +40,7 @@ echo "star-server (2 ranks) is serving on $server"
 
 echo "question: the special magic number for lantern (the needle says 70349)"
 build/star-client --server "$server" generate --context-file "$work/context.txt" \
-  --query "$query" --max-tokens 8 --stats | tee "$work/answer.txt"
+  --query "$query" --max-tokens 8 --stats 2>&1 | tee "$work/answer.txt"
 if grep -q "70349" "$work/answer.txt"; then
   echo "the answer is right"
 else
