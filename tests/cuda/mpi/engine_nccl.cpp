@@ -3,12 +3,12 @@
 // against the same run on the CPU backend over MPI. Skips on every rank alike when some host has
 // fewer GPUs than ranks.
 #include <gtest/gtest.h>
-#include <mpi.h>
 
 #include <memory>
 #include <string>
 
 #include "cuda/cuda_test_support.h"
+#include "cuda/mpi/gpu_per_rank.h"
 #include "cuda/engine_agreement.h"
 #include "star/backend/cuda/engine_model.h"
 #include "star/dist/nccl_communicator.h"
@@ -24,15 +24,7 @@ class NcclEngine : public ::testing::Test {
   void SetUp() override {
     auto local = host_local_rank();
     ASSERT_TRUE(local.ok()) << local.status().to_string();
-    const int devices = cuda::device_count();
-    const int enough_here = local->rank < devices ? 1 : 0;
-    int enough_everywhere = 0;
-    MPI_Allreduce(&enough_here, &enough_everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (devices == 0) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount = 0)";
-    if (!enough_everywhere) {
-      GTEST_SKIP() << "a host runs more ranks than it has GPUs (here: local rank " << local->rank << ", "
-                   << devices << " device(s))";
-    }
+    if (const std::string why = testing::missing_gpu_per_rank(local->rank); !why.empty()) GTEST_SKIP() << why;
     // bf16 weights, GQA 4:1 and llama3 rope scaling.
     dir_ = std::make_unique<testing::SharedModelDir>("--preset tiny --seed 5 --heads 8 --kv-heads 2 --dtype bf16");
     ASSERT_TRUE(dir_->ok());

@@ -4,7 +4,6 @@
 // them, and every rank must hold attention over the whole key set (the CPU kernel on one host).
 // Skips on every rank alike when some host has fewer GPUs than ranks.
 #include <gtest/gtest.h>
-#include <mpi.h>
 
 #include <cmath>
 #include <memory>
@@ -14,6 +13,7 @@
 
 #include "cpu_kernels/attention_reference.h"
 #include "cuda/cuda_test_support.h"
+#include "cuda/mpi/gpu_per_rank.h"
 #include "star/backend/cpu/attention.h"
 #include "star/backend/cuda/kv_cache.h"
 #include "star/backend/cuda/layer_attentions.h"
@@ -30,15 +30,7 @@ class Nccl : public ::testing::Test {
   void SetUp() override {
     auto local = host_local_rank();
     ASSERT_TRUE(local.ok()) << local.status().to_string();
-    const int devices = cuda::device_count();
-    const int enough_here = local->rank < devices ? 1 : 0;
-    int enough_everywhere = 0;
-    MPI_Allreduce(&enough_here, &enough_everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (devices == 0) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount = 0)";
-    if (!enough_everywhere) {
-      GTEST_SKIP() << "a host runs more ranks than it has GPUs (here: local rank " << local->rank
-                   << ", " << devices << " device(s))";
-    }
+    if (const std::string why = testing::missing_gpu_per_rank(local->rank); !why.empty()) GTEST_SKIP() << why;
     auto comm = NcclCommunicator::create_world();
     ASSERT_TRUE(comm.ok()) << comm.status().to_string();
     comm_ = std::move(*comm);
