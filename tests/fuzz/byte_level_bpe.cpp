@@ -49,23 +49,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const star::fuzz::TokenizerInput in = star::fuzz::split_tokenizer_input(data, size, tokenizers.size());
   const Tokenizer& tokenizer = *tokenizers[in.tokenizer];
-  if (in.decode_ids) {
-    star::fuzz::check_decode_ids(tokenizer, in.rest);
-    return 0;
-  }
-
-  const std::vector<int32_t> ids = tokenizer.encode(in.rest, in.options);
-  star::fuzz::check_ids_in_vocabulary(tokenizer, ids);
-  const bool has_bos = in.options.add_bos && tokenizer.bos_id() >= 0;
-  if (has_bos) STAR_FUZZ_CHECK(!ids.empty() && ids.front() == tokenizer.bos_id(), "BOS is not first");
-  const std::string text = star::fuzz::check_streaming_decode(tokenizer, ids, /*skip_special=*/true);
-  const std::string with_special = star::fuzz::check_streaming_decode(tokenizer, ids, /*skip_special=*/false);
-  if (!star::fuzz::is_valid_utf8(in.rest)) return 0;
+  const std::optional<star::fuzz::CheckedEncoding> e = star::fuzz::check_input(tokenizer, in);
+  if (!e || !star::fuzz::is_valid_utf8(in.rest)) return 0;
   if (!in.options.parse_special) {
-    STAR_FUZZ_CHECK(text == in.rest, "decode(encode(text)) gave '" + text + "'");
+    STAR_FUZZ_CHECK(e->text == in.rest, "decode(encode(text)) gave '" + e->text + "'");
   }
-  const std::string bos_text = has_bos ? tokenizer.token_bytes(tokenizer.bos_id()) : std::string();
-  STAR_FUZZ_CHECK(with_special == bos_text + std::string(in.rest),
-                  "decode(encode(text), keep specials) gave '" + with_special + "'");
+  const std::string bos_text = e->has_bos ? tokenizer.token_bytes(tokenizer.bos_id()) : std::string();
+  STAR_FUZZ_CHECK(e->with_special == bos_text + std::string(in.rest),
+                  "decode(encode(text), keep specials) gave '" + e->with_special + "'");
   return 0;
 }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -110,6 +111,32 @@ inline void check_decode_ids(const Tokenizer& tokenizer, std::string_view bytes)
   const std::vector<int32_t> ids = ids_from_bytes(bytes, tokenizer.vocab_size());
   check_streaming_decode(tokenizer, ids, /*skip_special=*/true);
   check_streaming_decode(tokenizer, ids, /*skip_special=*/false);
+}
+
+// Text mode's encoding and both of its decodes, after the checks every tokenizer passes.
+struct CheckedEncoding {
+  std::vector<int32_t> ids;
+  bool has_bos = false;
+  std::string text;          // decoded, specials skipped
+  std::string with_special;  // decoded, specials kept
+};
+
+// The input's mode: in ids mode the ids are decoded and checked (nullopt); in text mode the text
+// is encoded, the ids are in the vocabulary, BOS comes first when asked for, and both decodes
+// stream as they decode whole.
+inline std::optional<CheckedEncoding> check_input(const Tokenizer& tokenizer, const TokenizerInput& in) {
+  if (in.decode_ids) {
+    check_decode_ids(tokenizer, in.rest);
+    return std::nullopt;
+  }
+  CheckedEncoding e;
+  e.ids = tokenizer.encode(in.rest, in.options);
+  check_ids_in_vocabulary(tokenizer, e.ids);
+  e.has_bos = in.options.add_bos && tokenizer.bos_id() >= 0;
+  if (e.has_bos) STAR_FUZZ_CHECK(!e.ids.empty() && e.ids.front() == tokenizer.bos_id(), "BOS is not first");
+  e.text = check_streaming_decode(tokenizer, e.ids, /*skip_special=*/true);
+  e.with_special = check_streaming_decode(tokenizer, e.ids, /*skip_special=*/false);
+  return e;
 }
 
 }  // namespace star::fuzz
