@@ -84,8 +84,13 @@ TEST(NeedleModel, EngineAnswersAsTransformersDoAndFindsTheNeedle) {
       request.generation.max_tokens = static_cast<int64_t>(expected.size());
       Result<InferenceOutcome> out = run_inference(*model, comm, request);
       ASSERT_TRUE(out.ok()) << out.status().to_string();
-      std::vector<int32_t> tokens = out->generation.tokens;
-      EXPECT_EQ(tokens, std::vector<int32_t>(expected.begin(), expected.begin() + tokens.size()));
+      // transformers' answer ends with EOS; the engine stops on it and leaves it out of the tokens.
+      ASSERT_FALSE(expected.empty());
+      std::vector<int32_t> with_eos = out->generation.tokens;
+      with_eos.push_back(expected.back());
+      EXPECT_EQ(with_eos, expected);
+      EXPECT_EQ(model->llama->config().eos_token_ids, std::vector<int32_t>{expected.back()});
+      EXPECT_EQ(out->generation.finish_reason, FinishReason::kStop);
       EXPECT_EQ(out->generation.text, " " + p["value"].get<std::string>());
     }
   }
