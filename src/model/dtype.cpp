@@ -3,6 +3,8 @@
 #include <bit>
 #include <cstring>
 
+#include "star/quant/blocks.h"
+
 namespace star {
 
 static_assert(std::endian::native == std::endian::little, "starserve reads little-endian files in place");
@@ -12,11 +14,61 @@ const char* dtype_name(DType dtype) {
     case DType::kF32: return "F32";
     case DType::kF16: return "F16";
     case DType::kBF16: return "BF16";
+    case DType::kQ4_0: return "Q4_0";
+    case DType::kQ4_1: return "Q4_1";
+    case DType::kQ5_0: return "Q5_0";
+    case DType::kQ5_1: return "Q5_1";
+    case DType::kQ8_0: return "Q8_0";
+    case DType::kQ4_K: return "Q4_K";
+    case DType::kQ5_K: return "Q5_K";
+    case DType::kQ6_K: return "Q6_K";
   }
   return "?";
 }
 
-size_t dtype_size(DType dtype) { return dtype == DType::kF32 ? 4 : 2; }
+bool dtype_is_quantized(DType dtype) { return dtype_block_elements(dtype) > 1; }
+
+int64_t dtype_block_elements(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kBF16: return 1;
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ8_0: return quant::kLegacyBlock;
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K: return quant::kSuperBlock;
+  }
+  return 1;
+}
+
+size_t dtype_block_bytes(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return 4;
+    case DType::kF16:
+    case DType::kBF16: return 2;
+    case DType::kQ4_0: return sizeof(quant::BlockQ4_0);
+    case DType::kQ4_1: return sizeof(quant::BlockQ4_1);
+    case DType::kQ5_0: return sizeof(quant::BlockQ5_0);
+    case DType::kQ5_1: return sizeof(quant::BlockQ5_1);
+    case DType::kQ8_0: return sizeof(quant::BlockQ8_0);
+    case DType::kQ4_K: return sizeof(quant::BlockQ4_K);
+    case DType::kQ5_K: return sizeof(quant::BlockQ5_K);
+    case DType::kQ6_K: return sizeof(quant::BlockQ6_K);
+  }
+  return 0;
+}
+
+size_t dtype_size(DType dtype) { return dtype_block_bytes(dtype); }
+
+int64_t dtype_row_bytes(DType dtype, int64_t k) {
+  const int64_t block = dtype_block_elements(dtype);
+  if (k < 0 || k % block != 0) return -1;
+  return k / block * static_cast<int64_t>(dtype_block_bytes(dtype));
+}
 
 float f16_to_f32(uint16_t h) {
   uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
