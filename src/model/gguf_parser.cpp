@@ -24,24 +24,6 @@ std::string ggml_type_name(uint32_t type) {
   return "unknown";
 }
 
-// ggml's type ids (ggml.h's enum ggml_type) of the types starserve reads.
-std::optional<DType> dtype_from_ggml(uint32_t type) {
-  switch (type) {
-    case 0: return DType::kF32;
-    case 1: return DType::kF16;
-    case 2: return DType::kQ4_0;
-    case 3: return DType::kQ4_1;
-    case 6: return DType::kQ5_0;
-    case 7: return DType::kQ5_1;
-    case 8: return DType::kQ8_0;
-    case 12: return DType::kQ4_K;
-    case 13: return DType::kQ5_K;
-    case 14: return DType::kQ6_K;
-    case 30: return DType::kBF16;
-    default: return std::nullopt;
-  }
-}
-
 constexpr const char* kSupportedTypes = "F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K";
 
 // Bytes of a tensor of `shape` stored as rows of `dtype` (rows are the innermost dimension; a
@@ -315,7 +297,7 @@ class GgufParser {
     uint32_t ggml_type = 0;
     if (Status s = read_pod(ggml_type, what); !s.ok()) return s;
     if (Status s = read_pod(info.offset, what); !s.ok()) return s;
-    std::optional<DType> dtype = dtype_from_ggml(ggml_type);
+    std::optional<DType> dtype = dtype_from_ggml_type(ggml_type);
     if (!dtype) {
       return unimplemented(where_ + ": " + what + " has ggml type " + ggml_type_name(ggml_type) + " (" +
                            std::to_string(ggml_type) + "); supported: " + kSupportedTypes);
