@@ -2,10 +2,12 @@
 """Writes the seed corpus of every fuzz target into tests/fuzz/corpus/<target>/seed-*.
 
 Small, valid inputs that reach deep into each parser: a tiny Llama GGUF (hyper-parameters,
-SentencePiece vocabulary, F32/F16/BF16 tensors) and metadata of every type, safetensors files,
+SentencePiece vocabulary, F32/F16/BF16 tensors) and metadata of every type, quantized GGUF files
+(star-mkmodel's, shrunk to one narrow layer, and one tensor of every block type), safetensors files,
 config.json variants, tokenizer texts from the fixtures, gRPC requests encoded by protoc, and
 OpenAI request bodies.
 Crash regressions (crash-*) beside the seeds are never touched. Deterministic.
+Run: python3 scripts/fuzz/make_seeds.py [path to star-mkmodel, default build/star-mkmodel]
 """
 import json
 import pathlib
@@ -145,6 +147,34 @@ def gguf_seeds():
     }
 
 
+def every_block_type_gguf():
+    """Two rows of 256 of each block type, of deterministic bytes whose half scales are finite."""
+    block_bytes = {2: 18, 3: 20, 6: 22, 7: 24, 8: 34, 12: 144, 13: 176, 14: 210}
+    scale_offsets = {2: [0], 3: [0, 2], 6: [0], 7: [0, 2], 8: [0], 12: [0, 2], 13: [0, 2], 14: [208]}
+    tensors = []
+    for ggml_type, size in block_bytes.items():
+        blocks_per_row = 256 // (256 if ggml_type >= 12 else 32)
+        data = bytearray((i * 73 + ggml_type * 29) % 256 for i in range(2 * blocks_per_row * size))
+        for block in range(2 * blocks_per_row):
+            for at in scale_offsets[ggml_type]:
+                struct.pack_into("<e", data, block * size + at, 0.01 * (block + 1) * (-1) ** at)
+        tensors.append((f"w.{ggml_type}", [256, 2], ggml_type, bytes(data)))
+    return gguf_file([("general.architecture", STR, "llama")], tensors)
+
+
+def gguf_quantized_seeds(mkmodel):
+    seeds = {"every-block-type": every_block_type_gguf()}
+    shrink = ["--layers", "1", "--dim", "32", "--hidden", "32", "--heads", "2", "--kv-heads", "1",
+              "--max-positions", "64", "--rope-scaling", "none"]
+    for dtype in ("q4_k_m", "q5_1"):
+        out = CORPUS / f"mkmodel-{dtype}.tmp"
+        subprocess.run([str(mkmodel), "--format", "gguf", "--dtype", dtype, "--out", str(out)] + shrink,
+                       check=True, stdout=subprocess.DEVNULL)
+        seeds[f"mkmodel-{dtype}"] = out.read_bytes()
+        out.unlink()
+    return seeds
+
+
 # --- safetensors ------------------------------------------------------------------------------
 def safetensors_file(header, data):
     text = json.dumps(header, separators=(",", ":")).encode()
@@ -274,7 +304,12 @@ def http_request_seeds():
 
 
 def main():
+    mkmodel = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "build" / "star-mkmodel")
+    if not mkmodel.is_file():
+        print(f"star-mkmodel not found at {mkmodel}: build it or pass its path", file=sys.stderr)
+        return 2
     write_seeds("gguf_reader", gguf_seeds())
+    write_seeds("gguf_quantized", gguf_quantized_seeds(mkmodel))
     write_seeds("safetensors_reader", safetensors_seeds())
     write_seeds("hf_config", hf_config_seeds())
     write_seeds("byte_level_bpe", tokenizer_seeds(3))

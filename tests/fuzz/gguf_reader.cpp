@@ -34,8 +34,10 @@ void check_tensors_inside(const GgufFile& gguf, size_t file_size) {
                         std::to_string(file_size));
     star::Result<star::TensorView> view = gguf.find_tensor(info.name);
     STAR_FUZZ_CHECK(view.ok(), view.status().to_string());
-    STAR_FUZZ_CHECK(view->bytes == info.bytes && view->numel() * static_cast<int64_t>(star::dtype_size(view->dtype)) ==
-                                                    static_cast<int64_t>(view->bytes),
+    const int64_t row_length = view->shape.empty() ? 1 : view->shape.back();
+    const int64_t rows = row_length == 0 ? 0 : view->numel() / row_length;
+    STAR_FUZZ_CHECK(view->bytes == info.bytes &&
+                        rows * star::dtype_row_bytes(view->dtype, row_length) == static_cast<int64_t>(view->bytes),
                     info.name);
     const std::byte* begin = view->mapping->data();
     STAR_FUZZ_CHECK(view->data >= begin && view->data + view->bytes <= begin + view->mapping->size(), info.name);
