@@ -223,6 +223,18 @@ TEST(SyntheticGguf, F32FileLoadsAsTheHfModel) {
   }
 }
 
+// Until the engine computes with block-quantized weights, the loader names the first one it meets
+// instead of reading its blocks as plain elements.
+TEST(SyntheticGguf, LoaderRefusesQuantizedWeightsByName) {
+  TempDir dir;
+  ASSERT_TRUE(write_synthetic_gguf(wide_spec(), *gguf_file_type("q8_0"), dir / "q.gguf").ok());
+  auto model = load_model(dir / "q.gguf");
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), StatusCode::kUnimplemented);
+  EXPECT_THAT(model.status().message(), HasSubstr("'token_embd.weight'"));
+  EXPECT_THAT(model.status().message(), HasSubstr("Q8_0"));
+}
+
 TEST(SyntheticGguf, MkmodelWritesGgufAndRefusesQuantizedHf) {
   TempDir dir;
   const std::string mkmodel = STAR_MKMODEL_PATH;
