@@ -41,12 +41,20 @@ Status read_rope_scaling(const GgufFile& gguf, LlamaConfig& c) {
       return unimplemented(where + ": llama.rope.scaling.type '" + *type + "' is not supported");
     }
   }
-  // llama.cpp stores Llama 3.1 rope scaling as precomputed per-frequency factors, not parameters.
-  if (gguf.contains_tensor("rope_freqs.weight")) {
-    return unimplemented(where + ": tensor 'rope_freqs.weight' (precomputed rope scaling) is not supported; "
-                         "load the HF checkpoint instead");
-  }
   c.rope_scaling = RopeScaling{};
+  // llama.cpp stores Llama 3.1/3.2 rope scaling as precomputed per-frequency factors, not parameters.
+  if (!gguf.contains_tensor("rope_freqs.weight")) return ok_status();
+  auto freqs = gguf.find_tensor("rope_freqs.weight");
+  if (!freqs.ok()) return freqs.status();
+  const std::vector<int64_t> expected = {c.head_dim / 2};
+  if (freqs->dtype != DType::kF32 || freqs->shape != expected) {
+    return invalid_argument(where + ": tensor 'rope_freqs.weight' is " + dtype_name(freqs->dtype) + " " +
+                            shape_to_string(freqs->shape) + ", expected F32 " + shape_to_string(expected) +
+                            " (one factor per rotary frequency)");
+  }
+  c.rope_scaling.type = RopeScaling::Type::kFreqFactors;
+  c.rope_scaling.freq_factors.resize(static_cast<size_t>(expected[0]));
+  std::memcpy(c.rope_scaling.freq_factors.data(), freqs->data, freqs->bytes);
   return ok_status();
 }
 

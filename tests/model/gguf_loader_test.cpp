@@ -160,6 +160,18 @@ TEST(GgufLoader, ReadsConfigVocabularyAndWeights) {
   }
 }
 
+TEST(GgufLoader, RopeFreqsBecomeFrequencyFactors) {
+  TempDir dir;
+  LlamaGguf g;
+  g.extra_metadata = [](GgufBuilder& b) {
+    b.tensor("rope_freqs.weight", {2}, testing::kGgmlF32, testing::as_bytes(std::vector<float>{1.0f, 4.5f}));
+  };
+  auto model = load(dir, g);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_EQ(model->config.rope_scaling.type, RopeScaling::Type::kFreqFactors);
+  EXPECT_EQ(model->config.rope_scaling.freq_factors, (std::vector<float>{1.0f, 4.5f}));
+}
+
 TEST(GgufLoader, OutputAbsentOrCopiedMeansTied) {
   for (auto output : {LlamaGguf::Output::kAbsent, LlamaGguf::Output::kCopyOfEmbedding}) {
     TempDir dir;
@@ -201,11 +213,16 @@ TEST(GgufLoader, BrokenModelsGiveNamedErrors) {
       {"yarn",
        [](LlamaGguf& g) { g.extra_metadata = [](GgufBuilder& b) { b.kv_string("llama.rope.scaling.type", "yarn"); }; },
        StatusCode::kUnimplemented, {"'yarn'"}},
-      {"rope_freqs",
+      {"rope_freqs of the wrong length",
+       [](LlamaGguf& g) {
+         g.extra_metadata = [](GgufBuilder& b) { b.tensor("rope_freqs.weight", {3}, testing::kGgmlF32, std::string(12, '\0')); };
+       },
+       StatusCode::kInvalidArgument, {"'rope_freqs.weight'", "[3]", "expected F32 [2]"}},
+      {"rope_freqs of zeros",
        [](LlamaGguf& g) {
          g.extra_metadata = [](GgufBuilder& b) { b.tensor("rope_freqs.weight", {2}, testing::kGgmlF32, std::string(8, '\0')); };
        },
-       StatusCode::kUnimplemented, {"'rope_freqs.weight'"}},
+       StatusCode::kInvalidArgument, {"rope frequency factor 0 is 0"}},
       {"partial rotary",
        [](LlamaGguf& g) {
          g.skipped_key = "llama.rope.dimension_count";
