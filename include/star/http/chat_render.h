@@ -3,11 +3,13 @@
 // assistant header that asks for the answer (and anything after that message); the context is
 // everything before it: BOS, the system prompt, earlier turns. Llama 2 folds the system prompt
 // into the first [INST]: when that is also the last user message, the system part stays in the
-// context and the query starts at the user's text.
+// context and the query starts at the user's text. ChatML has no BOS; a chat without a system
+// message gets the template's default one (chat_default_system), which stays in the context.
 #pragma once
 
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "star/common/status.h"
 #include "star/tokenizer/chat_format.h"
@@ -32,8 +34,9 @@ struct RenderedChat {
 };
 
 // INVALID_ARGUMENT naming "messages" for chats the format cannot express (no user message, a
-// Llama 2 chat whose roles do not alternate, a format of kNone).
+// Llama 2 chat whose roles do not alternate, a format of kNone). default_system: ChatML only, the
+// system message the model's template writes when the chat has none ("" for none).
 Result<RenderedChat> render_chat(ChatFormat format, std::span<const ChatMessage> messages,
-                                 const ChatSpecialTokens& tokens);
+                                 const ChatSpecialTokens& tokens, std::string_view default_system = {});
 
 }  // namespace star::http
