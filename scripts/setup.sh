@@ -30,9 +30,10 @@ if [ "${STAR_PYTHON_REFS:-0}" = "1" ]; then
   if ! dpkg-query -W -f='${Status}' python3-torch 2>/dev/null | grep -q "install ok installed"; then
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-torch
   fi
-  /usr/bin/python3 -c 'import transformers, tokenizers, safetensors, jinja2' 2>/dev/null ||
+  # gguf: reads GGUF files for the vocabulary/chat fixtures and brings what llama.cpp's converter imports.
+  /usr/bin/python3 -c 'import transformers, tokenizers, safetensors, jinja2, gguf' 2>/dev/null ||
     as_root /usr/bin/python3 -m pip install -q --break-system-packages \
-      "transformers==4.44.2" "tokenizers==0.19.1" "safetensors" "jinja2"
+      "transformers==4.44.2" "tokenizers==0.19.1" "safetensors" "jinja2" "gguf"
 fi
 
 # The star-openai tests drive the shim with the official `openai` client and read /metrics with

@@ -19,6 +19,15 @@ inline std::filesystem::path smollm2_gguf_path() {
   return std::filesystem::exists(path) ? path : std::filesystem::path();
 }
 
+// tests/reference/convert_with_llamacpp.sh's output: a star-mkmodel Llama-3-style HF directory
+// (hf/) and llama.cpp's convert_hf_to_gguf.py conversion of it (model-f32.gguf); empty when absent.
+inline std::filesystem::path llamacpp_converted_dir() {
+  std::filesystem::path dir = model_cache_dir() / "llamacpp-llama3";
+  return std::filesystem::exists(dir / "model-f32.gguf") && std::filesystem::exists(dir / "hf" / "config.json")
+             ? dir
+             : std::filesystem::path();
+}
+
 }  // namespace star::testing
 
 // Skips the current test when the SmolLM2 GGUF has not been fetched, saying how to fetch it.
