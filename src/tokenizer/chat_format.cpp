@@ -27,6 +27,18 @@ std::string unescape_literal(std::string_view body) {
   return out;
 }
 
+// Whether `body` holds an unescaped `quote`: the literal it started in ends inside it.
+bool literal_closes(std::string_view body, char quote) {
+  for (size_t i = 0; i < body.size(); ++i) {
+    if (body[i] == '\\') {
+      ++i;
+    } else if (body[i] == quote) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 ChatFormat detect_chat_format(std::string_view chat_template) {
@@ -37,18 +49,23 @@ ChatFormat detect_chat_format(std::string_view chat_template) {
 }
 
 std::string chat_default_system(std::string_view chat_template) {
-  // A default system turn is a literal that opens with the system header; the header of real
-  // system messages is built from message['role'] and never appears written out.
-  const size_t header = chat_template.find(kSystemHeader);
-  if (header == std::string_view::npos || header == 0) return "";
-  const char quote = chat_template[header - 1];
-  if (quote != '\'' && quote != '"') return "";
-  const size_t body = header + kSystemHeader.size();
-  const size_t end = chat_template.find(kEndOfTurn, body);
-  if (end == std::string_view::npos) return "";
-  const std::string text = unescape_literal(chat_template.substr(body, end - body));
-  // The header ends with its newline; what follows up to <|im_end|> is the message.
-  return text.starts_with('\n') ? text.substr(1) : "";
+  // A default system turn is one string literal from the system header to <|im_end|>; a header
+  // whose literal closes before that (Qwen's '<|im_start|>system\n' + messages[0]['content'])
+  // frames a real system message and is skipped.
+  for (size_t header = chat_template.find(kSystemHeader); header != std::string_view::npos;
+       header = chat_template.find(kSystemHeader, header + 1)) {
+    if (header == 0) continue;
+    const char quote = chat_template[header - 1];
+    if (quote != '\'' && quote != '"') continue;
+    const size_t body = header + kSystemHeader.size();
+    const size_t end = chat_template.find(kEndOfTurn, body);
+    if (end == std::string_view::npos) break;
+    if (literal_closes(chat_template.substr(body, end - body), quote)) continue;
+    const std::string text = unescape_literal(chat_template.substr(body, end - body));
+    // The header ends with its newline; what follows up to <|im_end|> is the message.
+    if (text.starts_with('\n')) return text.substr(1);
+  }
+  return "";
 }
 
 const char* chat_format_name(ChatFormat format) {

@@ -69,6 +69,10 @@ TEST(ChatMlRender, DefaultSystemMessageComesFromTheTemplate) {
             "Be brief.\\n\"Really\"");
   EXPECT_EQ(chat_default_system("{{ '<|im_start|>system\\nYou are Qwen.<|im_end|>\\n' }}"), "You are Qwen.");
   EXPECT_EQ(chat_default_system("{{ '<|im_start|>' + message['role'] + '\\n' }}"), "");
+  // Qwen 2.5: a system header framing messages[0]['content'] first, the default further on.
+  EXPECT_EQ(chat_default_system("{{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}{% else %}"
+                                "{{- '<|im_start|>system\\nYou are Qwen.<|im_end|>\\n' }}"),
+            "You are Qwen.");
   EXPECT_EQ(chat_default_system(""), "");
 
   const std::vector<ChatMessage> chat = {{"user", "hi"}};
