@@ -110,7 +110,7 @@ Pieces render_chatml(std::span<const ChatMessage> messages, size_t user, std::st
 }  // namespace
 
 Result<RenderedChat> render_chat(ChatFormat format, std::span<const ChatMessage> messages,
-                                 const ChatSpecialTokens& tokens, std::string_view default_system) {
+                                 const ChatSpecialTokens& tokens) {
   if (format == ChatFormat::kNone) {
     return invalid_argument("messages: the model has no chat template starserve knows (Llama 3, Llama 2 or ChatML); "
                             "use /v1/completions");
@@ -118,7 +118,7 @@ Result<RenderedChat> render_chat(ChatFormat format, std::span<const ChatMessage>
   const size_t user = last_user(messages);
   if (user == messages.size()) return invalid_argument("messages: no message with role 'user'");
   if (format == ChatFormat::kLlama3) return render_llama3(messages, user, tokens).split();
-  if (format == ChatFormat::kChatMl) return render_chatml(messages, user, default_system).split();
+  if (format == ChatFormat::kChatMl) return render_chatml(messages, user, tokens.default_system).split();
   Result<Pieces> pieces = render_llama2(messages, user, tokens);
   if (!pieces.ok()) return pieces.status();
   return pieces->split();

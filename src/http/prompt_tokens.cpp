@@ -23,7 +23,7 @@ std::optional<ApiError> prompt_tokens(Backend& backend, const ModelFacts& model,
     const bool query_bos = !has_context && request.star.context_id.empty();
     return tokenize(backend, request.prompt, query_bos, false, out.query);
   }
-  Result<RenderedChat> chat = render_chat(model.chat_format, request.messages, model.special_tokens, model.chat_default_system);
+  Result<RenderedChat> chat = render_chat(model.chat_format, request.messages, model.special_tokens);
   if (!chat.ok()) return invalid_request(chat.status());
   if (request.star.context_id.empty()) {
     if (auto e = tokenize(backend, chat->context, false, true, out.context)) return e;

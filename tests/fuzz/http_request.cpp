@@ -16,9 +16,8 @@
 namespace {
 
 void check_renders(star::ChatFormat format, const star::http::OpenAiRequest& request,
-                   const star::http::ChatSpecialTokens& tokens, std::string_view default_system = {}) {
-  star::Result<star::http::RenderedChat> rendered =
-      star::http::render_chat(format, request.messages, tokens, default_system);
+                   const star::http::ChatSpecialTokens& tokens) {
+  star::Result<star::http::RenderedChat> rendered = star::http::render_chat(format, request.messages, tokens);
   if (!rendered.ok()) {
     STAR_FUZZ_CHECK(rendered.status().message().starts_with("messages"), rendered.status().to_string());
     return;
@@ -47,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     STAR_FUZZ_CHECK(!request->messages.empty(), "an accepted chat without messages");
     check_renders(star::ChatFormat::kLlama3, *request, {"<|begin_of_text|>", "<|eot_id|>"});
     check_renders(star::ChatFormat::kLlama2, *request, {"<s>", "</s>"});
-    check_renders(star::ChatFormat::kChatMl, *request, {}, "You are a helpful AI assistant.");
+    check_renders(star::ChatFormat::kChatMl, *request, {"", "", "You are a helpful AI assistant."});
   }
   const star::v1::GenerateRequest generate = star::http::to_generate_request(*request, {1, 2}, {3}, 7);
   if (request->max_tokens) {

@@ -39,7 +39,7 @@ TEST(ChatMlRender, MatchesTransformersWithSmolLm2sTemplate) {
   const std::string system = chat_default_system(f.chat_template);
   EXPECT_EQ(system, "You are a helpful AI assistant named SmolLM, trained by Hugging Face");
   for (size_t i = 0; i < f.conversations.size(); ++i) {
-    Result<RenderedChat> r = render_chat(ChatFormat::kChatMl, f.conversations[i], {}, system);
+    Result<RenderedChat> r = render_chat(ChatFormat::kChatMl, f.conversations[i], {"", "", system});
     ASSERT_TRUE(r.ok()) << i << ": " << r.status().to_string();
     EXPECT_EQ(r->whole(), f.rendered[i]) << "case " << i;
   }
@@ -50,7 +50,7 @@ TEST(ChatMlRender, QueryIsTheLastUserTurnAndTheAssistantHeader) {
   const std::string system = chat_default_system(f.chat_template);
   for (size_t i = 0; i < f.conversations.size(); ++i) {
     const std::vector<ChatMessage>& messages = f.conversations[i];
-    Result<RenderedChat> r = render_chat(ChatFormat::kChatMl, messages, {}, system);
+    Result<RenderedChat> r = render_chat(ChatFormat::kChatMl, messages, {"", "", system});
     ASSERT_TRUE(r.ok());
     size_t last_user = messages.size();
     while (messages[--last_user].role != "user") {}

@@ -24,7 +24,6 @@ struct ModelFacts {
   std::string id;  // the model directory's (or .gguf file's) name: what `model` must say
   ChatFormat chat_format = ChatFormat::kNone;
   ChatSpecialTokens special_tokens;
-  std::string chat_default_system;  // ChatML: the template's system message for chats without one
   int64_t max_positions = 0;
   int32_t bos_token_id = -1;
 };

@@ -4,12 +4,12 @@
 // everything before it: BOS, the system prompt, earlier turns. Llama 2 folds the system prompt
 // into the first [INST]: when that is also the last user message, the system part stays in the
 // context and the query starts at the user's text. ChatML has no BOS; a chat without a system
-// message gets the template's default one (chat_default_system), which stays in the context.
+// message gets the template's default one (ChatSpecialTokens::default_system), which stays in the
+// context.
 #pragma once
 
 #include <span>
 #include <string>
-#include <string_view>
 
 #include "star/common/status.h"
 #include "star/tokenizer/chat_format.h"
@@ -21,9 +21,11 @@ struct ChatMessage {
   std::string content;
 };
 
+// What the templates take from the model besides the messages.
 struct ChatSpecialTokens {
   std::string bos;  // "<|begin_of_text|>", "<s>"
   std::string eos;  // "</s>" (Llama 2 closes assistant turns with it)
+  std::string default_system;  // ChatML: the template's system message for chats without one, or ""
 };
 
 // Special-token markers appear as their text: tokenize with parse_special (and no added BOS).
@@ -34,9 +36,8 @@ struct RenderedChat {
 };
 
 // INVALID_ARGUMENT naming "messages" for chats the format cannot express (no user message, a
-// Llama 2 chat whose roles do not alternate, a format of kNone). default_system: ChatML only, the
-// system message the model's template writes when the chat has none ("" for none).
+// Llama 2 chat whose roles do not alternate, a format of kNone).
 Result<RenderedChat> render_chat(ChatFormat format, std::span<const ChatMessage> messages,
-                                 const ChatSpecialTokens& tokens, std::string_view default_system = {});
+                                 const ChatSpecialTokens& tokens);
 
 }  // namespace star::http
