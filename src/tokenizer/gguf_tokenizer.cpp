@@ -49,8 +49,9 @@ Result<std::unique_ptr<Tokenizer>> make_gpt2(GgufVocabulary v, const std::string
   const auto& known = known_pre_tokenizers();
   auto pre = std::find_if(known.begin(), known.end(), [&](const PreTokenizer& p) { return p.name == v.pre; });
   if (pre == known.end()) {
-    return unimplemented(where + ": tokenizer.ggml.pre '" + v.pre + "' is not supported (known: " +
-                         known_pre_tokenizer_names() + ")");
+    const std::string what = v.pre.empty() ? "a gpt2 vocabulary without tokenizer.ggml.pre"
+                                           : "tokenizer.ggml.pre '" + v.pre + "'";
+    return unimplemented(where + ": " + what + " is not supported (known: " + known_pre_tokenizer_names() + ")");
   }
   if (!v.token_types.empty() && v.token_types.size() != v.tokens.size()) {
     return invalid_argument(where + ": tokenizer.ggml.token_type and tokenizer.ggml.tokens differ in length");

@@ -99,6 +99,13 @@ TEST(GgufGpt2Vocabulary, UnknownPreTokenizerAndModelAreRefusedByName) {
       << tok.status().message();
   EXPECT_NE(tok.status().message().find("vocab.gguf"), std::string::npos) << tok.status().message();
 
+  GgufVocabulary no_pre;
+  no_pre.model = "gpt2";
+  auto missing = make_gguf_tokenizer(no_pre, "m.gguf");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("without tokenizer.ggml.pre"), std::string::npos)
+      << missing.status().message();
+
   GgufVocabulary v;
   v.model = "rwkv";
   auto rwkv = make_gguf_tokenizer(v, "m.gguf");
