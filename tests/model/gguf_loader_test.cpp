@@ -160,6 +160,29 @@ TEST(GgufLoader, ReadsConfigVocabularyAndWeights) {
   }
 }
 
+TEST(GgufLoader, ReadsPreTokenizerBosPolicyAndChatTemplate) {
+  TempDir dir;
+  LlamaGguf g;
+  g.extra_metadata = [](GgufBuilder& b) {
+    b.kv_string("tokenizer.ggml.pre", "smollm")
+        .kv_bool("tokenizer.ggml.add_bos_token", false)
+        .kv_string("tokenizer.chat_template", "{{ '<|im_start|>' }}");
+  };
+  auto model = load(dir, g);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  const GgufVocabulary& v = *model->gguf_vocabulary;
+  EXPECT_EQ(v.pre, "smollm");
+  EXPECT_EQ(v.add_bos, false);
+  EXPECT_EQ(v.eot_id, 5);
+  EXPECT_EQ(v.chat_template, "{{ '<|im_start|>' }}");
+
+  auto plain = load(dir, LlamaGguf{});
+  ASSERT_TRUE(plain.ok()) << plain.status().to_string();
+  EXPECT_EQ(plain->gguf_vocabulary->pre, "");
+  EXPECT_FALSE(plain->gguf_vocabulary->add_bos.has_value());
+  EXPECT_EQ(plain->gguf_vocabulary->chat_template, "");
+}
+
 TEST(GgufLoader, RopeFreqsBecomeFrequencyFactors) {
   TempDir dir;
   LlamaGguf g;
