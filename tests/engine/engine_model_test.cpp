@@ -77,8 +77,8 @@ TEST_F(CpuEngine, ForwardIsTheLlamaModelsForwardBitForBit) {
   EXPECT_EQ((*shard)->bytes(), direct_cache.bytes());
   const KvCache& kept = dynamic_cast<const CpuKvShard&>(**shard).cache;
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    EXPECT_EQ(std::memcmp(kept.keys(l), direct_cache.keys(l), direct_cache.bytes() / c.n_layers / 2), 0);
-    EXPECT_EQ(std::memcmp(kept.values(l), direct_cache.values(l), direct_cache.bytes() / c.n_layers / 2), 0);
+    EXPECT_EQ(std::memcmp(kept.keys(l).data, direct_cache.keys(l).data, direct_cache.bytes() / c.n_layers / 2), 0);
+    EXPECT_EQ(std::memcmp(kept.values(l).data, direct_cache.values(l).data, direct_cache.bytes() / c.n_layers / 2), 0);
   }
 }
 
@@ -99,10 +99,10 @@ TEST_F(CpuEngine, AppendCopiesEveryRowAfterTheOnesHeld) {
   EXPECT_EQ(static_cast<int64_t>((*to)->bytes()), 8 * engine.kv_bytes_per_token());
   const KvCache& a = dynamic_cast<const CpuKvShard&>(**from).cache;
   const KvCache& b = dynamic_cast<const CpuKvShard&>(**to).cache;
-  const size_t row_bytes = static_cast<size_t>(a.row_floats()) * sizeof(float);
+  const size_t row_bytes = a.row_bytes();
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    EXPECT_EQ(std::memcmp(b.keys(l) + 3 * b.row_floats(), a.keys(l), 5 * row_bytes), 0) << "layer " << l;
-    EXPECT_EQ(std::memcmp(b.values(l) + 3 * b.row_floats(), a.values(l), 5 * row_bytes), 0) << "layer " << l;
+    EXPECT_EQ(std::memcmp(b.keys(l).data + 3 * row_bytes, a.keys(l).data, 5 * row_bytes), 0) << "layer " << l;
+    EXPECT_EQ(std::memcmp(b.values(l).data + 3 * row_bytes, a.values(l).data, 5 * row_bytes), 0) << "layer " << l;
   }
 }
 
@@ -138,6 +138,7 @@ class RinglessEngine final : public EngineModel {
   const LlamaConfig& config() const override { return cpu_->config(); }
   std::string_view backend_name() const override { return "ringless"; }
   int64_t kv_bytes_per_token() const override { return cpu_->kv_bytes_per_token(); }
+  KvDType kv_dtype() const override { return cpu_->kv_dtype(); }
   Status supports(EncodeStep::Kind kind) const override {
     return kind == EncodeStep::Kind::kRingSegment ? unimplemented("no ring here") : ok_status();
   }
