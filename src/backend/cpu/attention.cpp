@@ -170,12 +170,16 @@ class TileWorker {
     std::fill(ot(hh), ot(hh) + d * row_pad_, 0.f);
   }
 
-  // Picks the row decoder of the cache's element type (one switch per tile, not per row).
+  // Picks the row decoder of the cache's element type (one switch per tile, not per row). Each
+  // decoder is a lambda of its own type, so every instance inlines its decoder.
   void pack_keys_values(int64_t j0, int64_t bc) {
     switch (p_.k.dtype) {
-      case KvDType::kF32: return pack_keys_values(j0, bc, kv_rows::decode_f32);
-      case KvDType::kBF16: return pack_keys_values(j0, bc, kv_rows::decode_bf16);
-      case KvDType::kQ8_0: return pack_keys_values(j0, bc, kv_rows::decode_q8_0);
+      case KvDType::kF32:
+        return pack_keys_values(j0, bc, [](KvRows r, int64_t e, int64_t n, float* d) { kv_rows::decode_f32(r, e, n, d); });
+      case KvDType::kBF16:
+        return pack_keys_values(j0, bc, [](KvRows r, int64_t e, int64_t n, float* d) { kv_rows::decode_bf16(r, e, n, d); });
+      case KvDType::kQ8_0:
+        return pack_keys_values(j0, bc, [](KvRows r, int64_t e, int64_t n, float* d) { kv_rows::decode_q8_0(r, e, n, d); });
     }
   }
 
