@@ -58,6 +58,17 @@ Result<KvDType> parse_kv_dtype(std::string_view name) {
   return invalid_argument("--kv-dtype: '" + std::string(name) + "' (f32, bf16 or q8_0)");
 }
 
+Result<KvDType> resolve_kv_dtype(std::string_view backend, std::string_view kv_dtype) {
+  const bool cuda = backend == "cuda";
+  if (kv_dtype.empty()) return cuda ? KvDType::kBF16 : KvDType::kF32;
+  Result<KvDType> dtype = parse_kv_dtype(kv_dtype);
+  if (!dtype.ok()) return dtype.status();
+  if (cuda && *dtype != KvDType::kBF16) {
+    return invalid_argument("--kv-dtype " + std::string(kv_dtype) + ": the cuda backend keeps its KV in bf16 only");
+  }
+  return *dtype;
+}
+
 Status check_kv_dtype(KvDType dtype, int64_t head_dim) {
   if (dtype == KvDType::kQ8_0 && head_dim % kQ8Block != 0) {
     return invalid_argument("--kv-dtype q8_0 stores each head's row in blocks of 32, but this model's head_dim is " +

@@ -49,6 +49,20 @@ TEST(KvDType, NamesParseBackAndOthersAreRefusedNamingTheFlag) {
   }
 }
 
+TEST(KvDType, EachBackendDefaultsToItsOwnTypeAndCudaRefusesAllButBf16) {
+  EXPECT_EQ(*resolve_kv_dtype("cpu", ""), KvDType::kF32);
+  EXPECT_EQ(*resolve_kv_dtype("cuda", ""), KvDType::kBF16);
+  EXPECT_EQ(*resolve_kv_dtype("cpu", "q8_0"), KvDType::kQ8_0);
+  EXPECT_EQ(*resolve_kv_dtype("cuda", "bf16"), KvDType::kBF16);
+  for (const char* refused : {"f32", "q8_0"}) {
+    Result<KvDType> dtype = resolve_kv_dtype("cuda", refused);
+    ASSERT_FALSE(dtype.ok()) << refused;
+    EXPECT_EQ(dtype.status().message(),
+              std::string("--kv-dtype ") + refused + ": the cuda backend keeps its KV in bf16 only");
+  }
+  EXPECT_FALSE(resolve_kv_dtype("cpu", "f16").ok());
+}
+
 TEST(KvDType, Q8_0NeedsHeadDimInWholeBlocks) {
   for (KvDType dtype : {KvDType::kF32, KvDType::kBF16}) EXPECT_TRUE(check_kv_dtype(dtype, 12).ok());
   EXPECT_TRUE(check_kv_dtype(KvDType::kQ8_0, 64).ok());

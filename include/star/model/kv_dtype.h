@@ -23,6 +23,12 @@ const char* kv_dtype_name(KvDType dtype);  // "f32", "bf16", "q8_0"
 std::vector<std::string> kv_dtype_names();
 // The inverse of kv_dtype_name; anything else is INVALID_ARGUMENT naming --kv-dtype.
 Result<KvDType> parse_kv_dtype(std::string_view name);
+// --kv-dtype beside --backend, for the tools: empty picks the backend's own (f32 on "cpu"; bf16 on
+// "cuda", whose KV is bf16 only, so f32 and q8_0 are refused there). Cheap: call it before loading.
+Result<KvDType> resolve_kv_dtype(std::string_view backend, std::string_view kv_dtype);
+inline constexpr const char* kKvDTypeHelp =
+    "KV cache element type: f32 (cpu default, exact), bf16 (cuda's only type), q8_0 (head_dim a multiple of 32)";
+
 // Ok when head rows of head_dim elements can be stored as `dtype`; otherwise INVALID_ARGUMENT
 // naming --kv-dtype and head_dim.
 Status check_kv_dtype(KvDType dtype, int64_t head_dim);
