@@ -191,13 +191,14 @@ class TileWorker {
     const int64_t d = p_.head_dim;
     const int64_t ldkv = p_.n_kv_heads * d;
     const int64_t head_tile = p_.key_tile * ld_packed_;
-    const int64_t first = j0 * ldkv + h_begin_ * d;
+    const KvRows k = p_.k.at(j0 * ldkv + h_begin_ * d);
+    const KvRows v = p_.v.at(j0 * ldkv + h_begin_ * d);
     for (int64_t c = 0; c < bc; ++c) {
       for (int64_t hh = 0; hh < heads_; ++hh) {
-        const int64_t src = first + c * ldkv + hh * d;
+        const int64_t src = c * ldkv + hh * d;
         const int64_t dst = hh * head_tile + c * ld_packed_;
-        decode_row(p_.k, src, d, k_tile_.get() + dst);
-        decode_row(p_.v, src, d, v_tile_.get() + dst);
+        decode_row(k, src, d, k_tile_.get() + dst);
+        decode_row(v, src, d, v_tile_.get() + dst);
       }
     }
     if (row_major_) {
