@@ -41,6 +41,45 @@ std::vector<int32_t> positions_from(int32_t first, size_t n) {
   return p;
 }
 
+// --kv-dtype through open_model: the engine's shards store that type and run the same arithmetic
+// as a KvCache of that type driven by hand; q8_0 is refused where head rows are not whole blocks.
+TEST(CpuEngineKvDType, ShardsStoreTheTypeOpenModelWasGiven) {
+  testing::TempDir dir;
+  SyntheticModelSpec spec;
+  spec.config = *synthetic_preset("tiny");
+  spec.seed = 3;
+  ASSERT_TRUE(write_synthetic_model(spec, dir.path()).ok());
+  const Result<RuntimeModel> refused = open_model(dir.path(), KvDType::kQ8_0);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find(dir.path().string()), std::string::npos);
+  EXPECT_NE(refused.status().message().find("--kv-dtype q8_0"), std::string::npos);
+  EXPECT_NE(refused.status().message().find("head_dim is 16"), std::string::npos) << refused.status().message();
+
+  Result<RuntimeModel> model = open_model(dir.path(), KvDType::kBF16);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  const LlamaConfig& c = model->llama->config();
+  EngineModel& engine = *model->engine;
+  EXPECT_EQ(engine.kv_dtype(), KvDType::kBF16);
+  EXPECT_EQ(engine.kv_bytes_per_token(), 2 * c.n_layers * c.n_kv_heads * c.head_dim * 2);
+  auto shard = engine.new_shard(0);
+  ASSERT_TRUE(shard.ok());
+  auto attention = engine.local_causal(**shard);
+  ASSERT_TRUE(attention.ok());
+  KvCache direct_cache(c.n_layers, c.n_kv_heads, c.head_dim, KvDType::kBF16);
+  LocalCausalAttention direct(AttentionShape::of(c), direct_cache);
+  const auto tokens = tokens_of(7, c.vocab_size, 2);
+  const auto positions = positions_from(0, 7);
+  auto through_engine = engine.forward(tokens, positions, **attention, 7);
+  auto by_hand = model->llama->forward(tokens, positions, direct, 7);
+  ASSERT_TRUE(through_engine.ok() && by_hand.ok());
+  EXPECT_EQ(*through_engine, *by_hand);
+  const KvCache& kept = dynamic_cast<const CpuKvShard&>(**shard).cache;
+  EXPECT_EQ(kept.dtype(), KvDType::kBF16);
+  EXPECT_EQ(static_cast<int64_t>((*shard)->bytes()), 7 * engine.kv_bytes_per_token());
+  EXPECT_EQ(std::memcmp(kept.keys(0).data, direct_cache.keys(0).data, 7 * kept.row_bytes()), 0);
+}
+
 class CpuEngine : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { model_ = new RuntimeModel(tiny_model()); }
