@@ -21,10 +21,6 @@ void attend_rows(const AttentionShape& s, const float* q, int64_t n, KvRows keys
                          s.n_kv_heads, s.head_dim, scale, mask, out, lse);
 }
 
-void store_rows(KvCache& cache, int64_t layer, int64_t first, const float* k, const float* v, int64_t n) {
-  cache.store(layer, first, k, v, n);
-}
-
 AttentionMask causal_from(int64_t offset, AttentionWindow window = {}) {
   AttentionMask m;
   m.causal = true;
@@ -46,7 +42,7 @@ Status LocalCausalAttention::begin(int64_t n_new) {
 
 Status LocalCausalAttention::attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n,
                                     float* out) {
-  store_rows(cache_, layer, first_, k, v, n);
+  cache_.store(layer, first_, k, v, n);
   attend_rows(shape_, q, n, cache_.keys(layer), cache_.values(layer), 0, first_ + n, causal_from(first_, window_),
               out, lse_.data());
   return ok_status();
@@ -66,7 +62,7 @@ Status PrefixedBlockAttention::begin(int64_t n_new) {
 
 Status PrefixedBlockAttention::attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n,
                                       float* out) {
-  store_rows(shard_, layer, first_, k, v, n);
+  shard_.store(layer, first_, k, v, n);
   const int64_t np = prefix_.tokens();
   if (np == 0) {
     attend_rows(shape_, q, n, shard_.keys(layer), shard_.values(layer), first_, n, causal_from(0, window_), out,
@@ -99,7 +95,7 @@ Status RingSegmentAttention::begin(int64_t n_new) {
 
 Status RingSegmentAttention::attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n,
                                     float* out) {
-  store_rows(shard_, layer, first_, k, v, n);
+  shard_.store(layer, first_, k, v, n);
   const int64_t kvf = shape_.kv_floats(), qf = shape_.q_floats(), H = shape_.n_heads;
   const int me = comm_.rank();
   int64_t earlier = 0;
@@ -162,7 +158,7 @@ Status ShardedQueryAttention::attend(int64_t layer, const float* q, const float*
   float* local_out = local_.data();
   float* local_lse = local_.data() + n * qf;
   if (is_query_host_) {
-    store_rows(shard_, layer, first_, k, v, n);
+    shard_.store(layer, first_, k, v, n);
     attend_rows(shape_, q, n, shard_.keys(layer), shard_.values(layer), 0, first_ + n, causal_from(first_, window_),
                 local_out, local_lse);
   } else {
