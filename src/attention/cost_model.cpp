@@ -106,8 +106,8 @@ double causal_attention_flops(const LlamaConfig& model, int64_t n) {
   return 2.0 * tokens * tokens * static_cast<double>((model.n_heads + model.n_kv_heads) * model.head_dim);
 }
 
-int64_t kv_bytes_per_token(const LlamaConfig& model) {
-  return 2 * model.n_layers * model.n_kv_heads * model.head_dim * kCostBytesPerElement;
+int64_t kv_bytes_per_token(const LlamaConfig& model, KvDType kv_dtype) {
+  return 2 * model.n_layers * kv_bytes(kv_dtype, model.n_kv_heads * model.head_dim);
 }
 
 int64_t attention_activation_bytes_per_token(const LlamaConfig& model) {
@@ -115,8 +115,9 @@ int64_t attention_activation_bytes_per_token(const LlamaConfig& model) {
 }
 
 Result<Phase1Cost> phase1_cost(const LlamaConfig& model, int64_t context_tokens, int n_ranks,
-                               const AttentionConfig& config) {
+                               const AttentionConfig& config, KvDType kv_dtype) {
   if (Status s = check_model_shape(model); !s.ok()) return s;
+  if (Status s = check_kv_dtype(kv_dtype, model.head_dim); !s.ok()) return s;
   if (Status s = validate_attention_config(config); !s.ok()) return s;
   const std::string& algorithm = config.algorithm;
   const bool whole_context = algorithm == "dense" || algorithm == "streaming";
@@ -186,7 +187,7 @@ Result<Phase1Cost> phase1_cost(const LlamaConfig& model, int64_t context_tokens,
 
   cost.activation_bytes_per_rank = cost.critical_path_tokens * attention_activation_bytes_per_token(model) +
                                    in_flight_kv_tokens * 2 * model.n_kv_heads * model.head_dim * kCostBytesPerElement;
-  cost.kv_bytes_per_rank = kv_tokens * kv_bytes_per_token(model);
+  cost.kv_bytes_per_rank = kv_tokens * kv_bytes_per_token(model, kv_dtype);
   return cost;
 }
 

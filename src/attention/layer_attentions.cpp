@@ -14,17 +14,11 @@ namespace star {
 namespace {
 
 // out [n, Hq, d], lse [n, Hq] of q against rows [first, first + rows) of one cache layer.
-void attend_rows(const AttentionShape& s, const float* q, int64_t n, const float* keys, const float* values,
-                 int64_t first, int64_t rows, const AttentionMask& mask, float* out, float* lse) {
+void attend_rows(const AttentionShape& s, const float* q, int64_t n, KvRows keys, KvRows values, int64_t first,
+                 int64_t rows, const AttentionMask& mask, float* out, float* lse) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
-  cpu::attention_forward(q, n, keys + first * s.kv_floats(), values + first * s.kv_floats(), rows, s.n_heads,
+  cpu::attention_forward(q, n, keys.at(first * s.kv_floats()), values.at(first * s.kv_floats()), rows, s.n_heads,
                          s.n_kv_heads, s.head_dim, scale, mask, out, lse);
-}
-
-void store_rows(KvCache& cache, int64_t layer, int64_t first, const float* k, const float* v, int64_t n) {
-  const size_t bytes = static_cast<size_t>(n * cache.row_floats()) * sizeof(float);
-  std::memcpy(cache.keys(layer) + first * cache.row_floats(), k, bytes);
-  std::memcpy(cache.values(layer) + first * cache.row_floats(), v, bytes);
 }
 
 AttentionMask causal_from(int64_t offset, AttentionWindow window = {}) {
@@ -48,7 +42,7 @@ Status LocalCausalAttention::begin(int64_t n_new) {
 
 Status LocalCausalAttention::attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n,
                                     float* out) {
-  store_rows(cache_, layer, first_, k, v, n);
+  cache_.store(layer, first_, k, v, n);
   attend_rows(shape_, q, n, cache_.keys(layer), cache_.values(layer), 0, first_ + n, causal_from(first_, window_),
               out, lse_.data());
   return ok_status();
@@ -68,7 +62,7 @@ Status PrefixedBlockAttention::begin(int64_t n_new) {
 
 Status PrefixedBlockAttention::attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n,
                                       float* out) {
-  store_rows(shard_, layer, first_, k, v, n);
+  shard_.store(layer, first_, k, v, n);
   const int64_t np = prefix_.tokens();
   if (np == 0) {
     attend_rows(shape_, q, n, shard_.keys(layer), shard_.values(layer), first_, n, causal_from(0, window_), out,
@@ -101,7 +95,7 @@ Status RingSegmentAttention::begin(int64_t n_new) {
 
 Status RingSegmentAttention::attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n,
                                     float* out) {
-  store_rows(shard_, layer, first_, k, v, n);
+  shard_.store(layer, first_, k, v, n);
   const int64_t kvf = shape_.kv_floats(), qf = shape_.q_floats(), H = shape_.n_heads;
   const int me = comm_.rank();
   int64_t earlier = 0;
@@ -114,10 +108,12 @@ Status RingSegmentAttention::attend(int64_t layer, const float* q, const float* 
   attend_rows(shape_, q, n, shard_.keys(layer), shard_.values(layer), first_, n, causal_from(0), partial_out_.data(),
               partial_lse_.data());
 
-  // K then V of this layer's segment travel together around the ring.
+  // K then V of this layer's segment travel together around the ring, rounded as the shard stores
+  // them, so every rank attends to the values a dense run would read from its cache.
   packed_.resize(2 * n * kvf);
   std::memcpy(packed_.data(), k, n * kvf * sizeof(float));
   std::memcpy(packed_.data() + n * kvf, v, n * kvf * sizeof(float));
+  round_kv(shard_.dtype(), packed_.data(), 2 * n * kvf);
   std::vector<int64_t> floats_per_rank(segment_tokens_.size());
   for (size_t r = 0; r < segment_tokens_.size(); ++r) floats_per_rank[r] = 2 * segment_tokens_[r] * kvf;
 
@@ -128,7 +124,7 @@ Status RingSegmentAttention::attend(int64_t layer, const float* q, const float* 
     const int64_t rows = segment_tokens_[source];
     if (source > me || rows == 0) return ok_status();  // later segments are causally invisible
     const double t0 = process_cpu_seconds();
-    attend_rows(shape_, q, n, kv.data(), kv.data() + rows * kvf, 0, rows, AttentionMask{},
+    attend_rows(shape_, q, n, KvRows::f32(kv.data()), KvRows::f32(kv.data() + rows * kvf), 0, rows, AttentionMask{},
                 partial_out_.data() + next * n * qf, partial_lse_.data() + next * n * H);
     attending += process_cpu_seconds() - t0;
     ++next;
@@ -162,7 +158,7 @@ Status ShardedQueryAttention::attend(int64_t layer, const float* q, const float*
   float* local_out = local_.data();
   float* local_lse = local_.data() + n * qf;
   if (is_query_host_) {
-    store_rows(shard_, layer, first_, k, v, n);
+    shard_.store(layer, first_, k, v, n);
     attend_rows(shape_, q, n, shard_.keys(layer), shard_.values(layer), 0, first_ + n, causal_from(first_, window_),
                 local_out, local_lse);
   } else {

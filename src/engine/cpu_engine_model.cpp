@@ -1,6 +1,5 @@
 #include "star/engine/cpu_engine_model.h"
 
-#include <cstring>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -59,12 +58,12 @@ Status foreign(const char* what) { return invalid_argument(std::string("cpu back
 
 int64_t CpuEngineModel::kv_bytes_per_token() const {
   const LlamaConfig& c = model_.config();
-  return static_cast<int64_t>(KvCache(c.n_layers, c.n_kv_heads, c.head_dim).bytes_per_token());
+  return static_cast<int64_t>(KvCache(c.n_layers, c.n_kv_heads, c.head_dim, kv_dtype_).bytes_per_token());
 }
 
 Result<std::unique_ptr<KvShard>> CpuEngineModel::new_shard(int64_t capacity) {
   const LlamaConfig& c = model_.config();
-  KvCache cache(c.n_layers, c.n_kv_heads, c.head_dim);
+  KvCache cache(c.n_layers, c.n_kv_heads, c.head_dim, kv_dtype_);
   cache.reserve(capacity);
   return std::unique_ptr<KvShard>(std::make_unique<CpuKvShard>(std::move(cache)));
 }
@@ -73,12 +72,7 @@ Status CpuEngineModel::append(const KvShard& from_shard, KvShard& to_shard) {
   const KvCache* from = cache_of(from_shard);
   KvCache* to = cache_of(to_shard);
   if (from == nullptr || to == nullptr) return foreign("append: a shard");
-  const int64_t first = to->grow(from->tokens());
-  const size_t bytes = static_cast<size_t>(from->tokens() * from->row_floats()) * sizeof(float);
-  for (int64_t l = 0; l < from->n_layers(); ++l) {
-    std::memcpy(to->keys(l) + first * to->row_floats(), from->keys(l), bytes);
-    std::memcpy(to->values(l) + first * to->row_floats(), from->values(l), bytes);
-  }
+  to->append(*from);
   return ok_status();
 }
 

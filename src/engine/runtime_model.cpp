@@ -9,9 +9,12 @@
 
 namespace star {
 
-Result<RuntimeModel> open_model(const std::filesystem::path& path) {
+Result<RuntimeModel> open_model(const std::filesystem::path& path, KvDType kv_dtype) {
   Result<LoadedModel> loaded = load_model(path);
   if (!loaded.ok()) return loaded.status();
+  if (Status s = check_kv_dtype(kv_dtype, loaded->config.head_dim); !s.ok()) {
+    return Status(s.code(), path.string() + ": " + s.message());
+  }
   RuntimeModel out;
   out.source = path;
   if (loaded->gguf_vocabulary) out.chat_template = loaded->gguf_vocabulary->chat_template;
@@ -41,7 +44,7 @@ Result<RuntimeModel> open_model(const std::filesystem::path& path) {
   Result<LlamaModel> llama = LlamaModel::create(std::move(config), std::move(loaded->weights));
   if (!llama.ok()) return Status(llama.status().code(), path.string() + ": " + llama.status().message());
   out.llama = std::make_unique<LlamaModel>(std::move(*llama));
-  out.engine = std::make_unique<CpuEngineModel>(*out.llama);
+  out.engine = std::make_unique<CpuEngineModel>(*out.llama, kv_dtype);
   return out;
 }
 

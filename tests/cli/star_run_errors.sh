@@ -12,7 +12,7 @@ for i in $(seq 1 12); do echo "Sentence number $i of the context."; done >"$work
 for i in $(seq 1 200); do echo "A much longer context line number $i."; done >"$work/long.txt"
 
 failures=0
-checks=1  # the good request at the end
+checks=2  # the good requests at the end
 # expect_failure NAME PATTERN NP ARGS...: non-zero exit (not a timeout) and PATTERN in the output.
 expect_failure() {
   local name=$1 pattern=$2 np=$3
@@ -38,14 +38,18 @@ expect_failure "missing model" "$work/nope" 2 --model "$work/nope" --prompt "hi"
 expect_failure "missing context file" "context-file" 2 "${m[@]}" --context-file "$work/nope.txt" --query "q"
 expect_failure "unknown algorithm" "attention" 2 "${m[@]}" --context-file "$work/context.txt" --query "q" --attention sparkle
 expect_failure "unknown backend" "backend" 2 "${m[@]}" --prompt "hi" --backend tpu
+expect_failure "unknown kv dtype" "--kv-dtype: 'fp8' (f32, bf16 or q8_0)" 2 "${m[@]}" --prompt "hi" --kv-dtype fp8
+expect_failure "q8_0 kv off whole blocks" "--kv-dtype q8_0 .* head_dim is 16" 2 "${m[@]}" --prompt "hi" --kv-dtype q8_0
 # Without a GPU (or without the CUDA backend in this build) --backend cuda stops before any work.
 if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
   expect_failure "cuda without a GPU" "backend cuda: " 2 "${m[@]}" --prompt "hi" --backend cuda
 fi
 
-if ! timeout 60 mpirun --oversubscribe --allow-run-as-root -np 2 "$star_run" "${m[@]}" --context-file "$work/context.txt" \
-    --query "q" >"$work/out" 2>&1; then
-  echo "FAIL good request after the bad ones:"; sed 's/^/    /' "$work/out"; failures=$((failures + 1))
-fi
+for kv in f32 bf16; do
+  if ! timeout 60 mpirun --oversubscribe --allow-run-as-root -np 2 "$star_run" "${m[@]}" --context-file "$work/context.txt" \
+      --query "q" --kv-dtype $kv >"$work/out" 2>&1; then
+    echo "FAIL good request (--kv-dtype $kv) after the bad ones:"; sed 's/^/    /' "$work/out"; failures=$((failures + 1))
+  fi
+done
 echo "$((checks - failures)) passed, $failures failed"
 [ $failures -eq 0 ]

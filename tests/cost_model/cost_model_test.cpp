@@ -100,6 +100,26 @@ TEST(KvCache, PerRankShardAt128KiBPerToken) {
   EXPECT_EQ(phase1_cost(model, 65536, 4, keep)->kv_bytes_per_rank, int64_t{16384 + 64 + 3 * 512} * 128 * 1024);
 }
 
+// The memory column counts the stored KV type: 2 · 32 layers · 8 · 128 elements a token.
+TEST(KvCache, KvBytesFollowTheStoredType) {
+  const LlamaConfig model = *cost_model_preset("llama-3.1-8b");
+  EXPECT_EQ(kv_bytes_per_token(model, KvDType::kF32), 2 * 32 * 1024 * 4);
+  EXPECT_EQ(kv_bytes_per_token(model, KvDType::kBF16), kv_bytes_per_token(model));
+  EXPECT_EQ(kv_bytes_per_token(model, KvDType::kQ8_0), 2 * 32 * (1024 / 32) * 34);
+  const AttentionConfig star = paper_config("star");
+  const Result<Phase1Cost> bf16 = phase1_cost(model, 65536, 4, star);
+  const Result<Phase1Cost> q8 = phase1_cost(model, 65536, 4, star, KvDType::kQ8_0);
+  ASSERT_TRUE(bf16.ok() && q8.ok());
+  EXPECT_EQ(q8->kv_bytes_per_rank * 2 * 32, bf16->kv_bytes_per_rank * 34);
+  EXPECT_EQ(q8->critical_path_tokens, bf16->critical_path_tokens);
+
+  LlamaConfig odd_heads = model;
+  odd_heads.head_dim = 80;
+  const Result<Phase1Cost> refused = phase1_cost(odd_heads, 4096, 2, star, KvDType::kQ8_0);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("head_dim"), std::string::npos);
+}
+
 TEST(Presets, SeventyB) {
   const Result<LlamaConfig> model = cost_model_preset("llama-3.1-70b");
   ASSERT_TRUE(model.ok());

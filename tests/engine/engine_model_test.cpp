@@ -41,6 +41,45 @@ std::vector<int32_t> positions_from(int32_t first, size_t n) {
   return p;
 }
 
+// --kv-dtype through open_model: the engine's shards store that type and run the same arithmetic
+// as a KvCache of that type driven by hand; q8_0 is refused where head rows are not whole blocks.
+TEST(CpuEngineKvDType, ShardsStoreTheTypeOpenModelWasGiven) {
+  testing::TempDir dir;
+  SyntheticModelSpec spec;
+  spec.config = *synthetic_preset("tiny");
+  spec.seed = 3;
+  ASSERT_TRUE(write_synthetic_model(spec, dir.path()).ok());
+  const Result<RuntimeModel> refused = open_model(dir.path(), KvDType::kQ8_0);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find(dir.path().string()), std::string::npos);
+  EXPECT_NE(refused.status().message().find("--kv-dtype q8_0"), std::string::npos);
+  EXPECT_NE(refused.status().message().find("head_dim is 16"), std::string::npos) << refused.status().message();
+
+  Result<RuntimeModel> model = open_model(dir.path(), KvDType::kBF16);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  const LlamaConfig& c = model->llama->config();
+  EngineModel& engine = *model->engine;
+  EXPECT_EQ(engine.kv_dtype(), KvDType::kBF16);
+  EXPECT_EQ(engine.kv_bytes_per_token(), 2 * c.n_layers * c.n_kv_heads * c.head_dim * 2);
+  auto shard = engine.new_shard(0);
+  ASSERT_TRUE(shard.ok());
+  auto attention = engine.local_causal(**shard);
+  ASSERT_TRUE(attention.ok());
+  KvCache direct_cache(c.n_layers, c.n_kv_heads, c.head_dim, KvDType::kBF16);
+  LocalCausalAttention direct(AttentionShape::of(c), direct_cache);
+  const auto tokens = tokens_of(7, c.vocab_size, 2);
+  const auto positions = positions_from(0, 7);
+  auto through_engine = engine.forward(tokens, positions, **attention, 7);
+  auto by_hand = model->llama->forward(tokens, positions, direct, 7);
+  ASSERT_TRUE(through_engine.ok() && by_hand.ok());
+  EXPECT_EQ(*through_engine, *by_hand);
+  const KvCache& kept = dynamic_cast<const CpuKvShard&>(**shard).cache;
+  EXPECT_EQ(kept.dtype(), KvDType::kBF16);
+  EXPECT_EQ(static_cast<int64_t>((*shard)->bytes()), 7 * engine.kv_bytes_per_token());
+  EXPECT_EQ(std::memcmp(kept.keys(0).data, direct_cache.keys(0).data, 7 * kept.row_bytes()), 0);
+}
+
 class CpuEngine : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { model_ = new RuntimeModel(tiny_model()); }
@@ -77,8 +116,8 @@ TEST_F(CpuEngine, ForwardIsTheLlamaModelsForwardBitForBit) {
   EXPECT_EQ((*shard)->bytes(), direct_cache.bytes());
   const KvCache& kept = dynamic_cast<const CpuKvShard&>(**shard).cache;
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    EXPECT_EQ(std::memcmp(kept.keys(l), direct_cache.keys(l), direct_cache.bytes() / c.n_layers / 2), 0);
-    EXPECT_EQ(std::memcmp(kept.values(l), direct_cache.values(l), direct_cache.bytes() / c.n_layers / 2), 0);
+    EXPECT_EQ(std::memcmp(kept.keys(l).data, direct_cache.keys(l).data, direct_cache.bytes() / c.n_layers / 2), 0);
+    EXPECT_EQ(std::memcmp(kept.values(l).data, direct_cache.values(l).data, direct_cache.bytes() / c.n_layers / 2), 0);
   }
 }
 
@@ -99,10 +138,10 @@ TEST_F(CpuEngine, AppendCopiesEveryRowAfterTheOnesHeld) {
   EXPECT_EQ(static_cast<int64_t>((*to)->bytes()), 8 * engine.kv_bytes_per_token());
   const KvCache& a = dynamic_cast<const CpuKvShard&>(**from).cache;
   const KvCache& b = dynamic_cast<const CpuKvShard&>(**to).cache;
-  const size_t row_bytes = static_cast<size_t>(a.row_floats()) * sizeof(float);
+  const size_t row_bytes = a.row_bytes();
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    EXPECT_EQ(std::memcmp(b.keys(l) + 3 * b.row_floats(), a.keys(l), 5 * row_bytes), 0) << "layer " << l;
-    EXPECT_EQ(std::memcmp(b.values(l) + 3 * b.row_floats(), a.values(l), 5 * row_bytes), 0) << "layer " << l;
+    EXPECT_EQ(std::memcmp(b.keys(l).data + 3 * row_bytes, a.keys(l).data, 5 * row_bytes), 0) << "layer " << l;
+    EXPECT_EQ(std::memcmp(b.values(l).data + 3 * row_bytes, a.values(l).data, 5 * row_bytes), 0) << "layer " << l;
   }
 }
 
@@ -138,6 +177,7 @@ class RinglessEngine final : public EngineModel {
   const LlamaConfig& config() const override { return cpu_->config(); }
   std::string_view backend_name() const override { return "ringless"; }
   int64_t kv_bytes_per_token() const override { return cpu_->kv_bytes_per_token(); }
+  KvDType kv_dtype() const override { return cpu_->kv_dtype(); }
   Status supports(EncodeStep::Kind kind) const override {
     return kind == EncodeStep::Kind::kRingSegment ? unimplemented("no ring here") : ok_status();
   }

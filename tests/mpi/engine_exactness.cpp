@@ -143,9 +143,8 @@ TEST_F(EngineExactness, MergeOfAnySplitEqualsAttentionOverTheWholeSet) {
     const int64_t begin = cuts[comm_.rank()], end = cuts[comm_.rank() + 1];
 
     KvCache shard(1, shape.n_kv_heads, shape.head_dim);
-    shard.grow(end - begin);
-    std::copy(k.begin() + begin * shape.kv_floats(), k.begin() + end * shape.kv_floats(), shard.keys(0));
-    std::copy(v.begin() + begin * shape.kv_floats(), v.begin() + end * shape.kv_floats(), shard.values(0));
+    shard.store(0, shard.grow(end - begin), k.data() + begin * shape.kv_floats(), v.data() + begin * shape.kv_floats(),
+                end - begin);
     ShardedQueryAttention attention(shape, comm_, shard, /*is_query_host=*/false);
     std::vector<float> merged(nq * shape.q_floats());
     ASSERT_TRUE(attention.begin(nq).ok());

@@ -50,12 +50,14 @@ class Limits : public ::testing::Test {
   }
 
   // The model's KV bytes per token, as the server reports it.
-  static int64_t kv_bytes_per_token() {
-    RunningServer probe(model_dir(), {});
+  static int64_t kv_bytes_per_token() { return model_info(KvDType::kF32).kv_bytes_per_token(); }
+
+  static v1::ModelInfo model_info(KvDType kv_dtype) {
+    RunningServer probe(model_dir(), {}, grpc::InsecureChannelCredentials(), kv_dtype);
     grpc::ClientContext context;
     v1::ModelInfo info;
     EXPECT_TRUE(probe.stub().GetModelInfo(&context, {}, &info).ok());
-    return info.kv_bytes_per_token();
+    return info;
   }
 
   static inline TempDir* dir_ = nullptr;
@@ -165,6 +167,34 @@ TEST_F(Limits, ContextCacheBytesAreCheckedBeforePhase1) {
   EXPECT_EQ(too_long.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(too_long.status.error_message(),
             "ids.ids: 101 context tokens exceed the server's limit of 100 (--max-context-tokens)");
+}
+
+// With --kv-dtype bf16 a token's KV takes half the bytes, so the same context cache holds twice the
+// tokens: a context that the float32 accounting would refuse fits exactly.
+TEST_F(Limits, ContextCacheCountsTheStoredKvType) {
+  const v1::ModelInfo f32 = model_info(KvDType::kF32);
+  const v1::ModelInfo bf16 = model_info(KvDType::kBF16);
+  EXPECT_EQ(f32.kv_dtype(), "f32");
+  EXPECT_EQ(bf16.kv_dtype(), "bf16");
+  EXPECT_EQ(f32.kv_bytes_per_token(), 2 * f32.layers() * f32.kv_heads() * f32.head_dim() * 4);
+  EXPECT_EQ(bf16.kv_bytes_per_token(), 2 * bf16.layers() * bf16.kv_heads() * bf16.head_dim() * 2);
+
+  constexpr int64_t kBf16Tokens = 80;  // 40 float32 tokens' bytes
+  server::ServerOptions options = limited(0);
+  options.context_cache_bytes = kBf16Tokens / 2 * f32.kv_bytes_per_token();
+  RunningServer running(model_dir(), options, grpc::InsecureChannelCredentials(), KvDType::kBF16);
+  const CreateContextStream at = create_context(running.stub(), context_request(kBf16Tokens));
+  ASSERT_TRUE(at.status.ok()) << at.status.error_message();
+  ASSERT_TRUE(at.context.has_value());
+  EXPECT_EQ(at.context->rank_bytes(0), options.context_cache_bytes) << "the context fills the cache exactly";
+
+  const CreateContextStream past = create_context(running.stub(), context_request(kBf16Tokens + 1));
+  EXPECT_EQ(past.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(past.status.error_message(), "context: its KV needs " +
+                                             std::to_string((kBf16Tokens + 1) * bf16.kv_bytes_per_token()) +
+                                             " bytes on rank 0, more than the context cache's " +
+                                             std::to_string(options.context_cache_bytes) +
+                                             " bytes per rank (--context-cache-bytes)");
 }
 
 // Starts a Generate that runs until cancelled (long answer), on a thread; returns once the server

@@ -27,9 +27,11 @@ class RunningServer {
 
  public:
   // credentials: how the test's client connects; with TLS, the certificate is for "localhost".
+  // kv_dtype: the KV cache element type (star-server --kv-dtype).
   RunningServer(const std::filesystem::path& model_dir, ServerOptions options,
-                std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials()) {
-    Result<RuntimeModel> m = open_model(model_dir);
+                std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials(),
+                KvDType kv_dtype = KvDType::kF32) {
+    Result<RuntimeModel> m = open_model(model_dir, kv_dtype);
     EXPECT_TRUE(m.ok()) << m.status().to_string();
     model_ = std::make_unique<RuntimeModel>(std::move(*m));
     options.listen_address = "127.0.0.1:0";

@@ -11,11 +11,13 @@
 
 #include "star/attention/attention_config.h"
 #include "star/common/status.h"
+#include "star/model/kv_dtype.h"
 #include "star/model/llama_config.h"
 
 namespace star {
 
-// Activations and KV entries are costed at 16 bits (the papers run bf16 / fp16).
+// Activations are costed at 16 bits (the papers run bf16 / fp16); KV entries at the stored type,
+// bf16 unless told (kv_bytes(kv_dtype, ...): f32 4 bytes, bf16 2, q8_0 34 per 32).
 inline constexpr int64_t kCostBytesPerElement = 2;
 
 // Model shapes by name: "llama-3.1-8b", "llama-3.1-70b".
@@ -27,8 +29,8 @@ Result<LlamaConfig> read_cost_model_config(const std::filesystem::path& config_j
 
 // A causal pass of n tokens, per layer: 2·n²·(Hq + Hkv)·d (the paper's count).
 double causal_attention_flops(const LlamaConfig& model, int64_t n);
-// K and V of one token over all layers: 2 · layers · Hkv · d · kCostBytesPerElement.
-int64_t kv_bytes_per_token(const LlamaConfig& model);
+// K and V of one token over all layers: 2 · layers · kv_bytes(kv_dtype, Hkv · d).
+int64_t kv_bytes_per_token(const LlamaConfig& model, KvDType kv_dtype = KvDType::kBF16);
 // Q, K, V and attention output of one token in one layer: (2·Hq + 2·Hkv) · d · kCostBytesPerElement.
 // FlashAttention never materialises the n² scores, so a pass holds O(n) activations per layer.
 int64_t attention_activation_bytes_per_token(const LlamaConfig& model);
@@ -52,10 +54,11 @@ struct Phase1Cost {
   int64_t kv_bytes_per_rank = 0;
 };
 
-// Validates the inputs (L >= 1, ranks >= 1, config as validate_attention_config, model shape > 0).
+// Validates the inputs (L >= 1, ranks >= 1, config as validate_attention_config, model shape > 0,
+// kv_dtype storable at the model's head_dim).
 // Pulsar summaries are costed at min(k · chunk_tokens, tokens eligible in the block): exact when the
 // block is a multiple of chunk_tokens, an upper bound when a selected last chunk is partial.
 Result<Phase1Cost> phase1_cost(const LlamaConfig& model, int64_t context_tokens, int n_ranks,
-                               const AttentionConfig& config);
+                               const AttentionConfig& config, KvDType kv_dtype = KvDType::kBF16);
 
 }  // namespace star

@@ -24,12 +24,15 @@ class CpuKvShard final : public KvShard {
 
 class CpuEngineModel final : public EngineModel {
  public:
-  // `model` must outlive this.
-  explicit CpuEngineModel(const LlamaModel& model) : model_(model) {}
+  // `model` must outlive this; its shards store K and V as `kv_dtype`, which
+  // check_kv_dtype(kv_dtype, head_dim) must accept.
+  explicit CpuEngineModel(const LlamaModel& model, KvDType kv_dtype = KvDType::kF32)
+      : model_(model), kv_dtype_(kv_dtype) {}
 
   const LlamaConfig& config() const override { return model_.config(); }
   std::string_view backend_name() const override { return "cpu"; }
   int64_t kv_bytes_per_token() const override;
+  KvDType kv_dtype() const override { return kv_dtype_; }
   Status supports(EncodeStep::Kind) const override { return ok_status(); }
 
   Result<std::unique_ptr<KvShard>> new_shard(int64_t capacity) override;
@@ -48,6 +51,7 @@ class CpuEngineModel final : public EngineModel {
 
  private:
   const LlamaModel& model_;
+  KvDType kv_dtype_;
 };
 
 }  // namespace star

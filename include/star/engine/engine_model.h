@@ -2,7 +2,7 @@
 // nothing more: a KV shard, the four LayerAttention kinds they drive, and a forward pass that
 // returns host logits (the sampler stays on the host, so every backend samples identically).
 //
-//   CpuEngineModel   (cpu_engine_model.h)            LlamaModel and KvCache, float32, as before
+//   CpuEngineModel   (cpu_engine_model.h)            LlamaModel and KvCache, KV as --kv-dtype
 //   CudaEngineModel  (backend/cuda/engine_model.h)   DeviceLlamaModel and DeviceKvCache, bf16 KV;
 //                                                    Phase 2 all-gathers on a device communicator
 //
@@ -19,6 +19,7 @@
 #include "star/attention/block_plan.h"
 #include "star/common/status.h"
 #include "star/dist/communicator.h"
+#include "star/model/kv_dtype.h"
 #include "star/model/llama_config.h"
 
 namespace star {
@@ -49,8 +50,10 @@ class EngineModel {
 
   virtual const LlamaConfig& config() const = 0;
   virtual std::string_view backend_name() const = 0;  // "cpu", "cuda"
-  // The shard bytes one token's K and V take over every layer (float32 on the CPU, bf16 on a GPU).
+  // The shard bytes one token's K and V take over every layer, exactly, in kv_dtype().
   virtual int64_t kv_bytes_per_token() const = 0;
+  // The type the shards store K and V in (the CPU's is --kv-dtype; a GPU's is bf16).
+  virtual KvDType kv_dtype() const = 0;
 
   // Ok when this backend can run steps of `kind`; otherwise UNIMPLEMENTED naming the backend.
   virtual Status supports(EncodeStep::Kind kind) const = 0;

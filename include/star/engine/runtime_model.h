@@ -10,6 +10,7 @@
 
 #include "star/common/status.h"
 #include "star/engine/engine_model.h"
+#include "star/model/kv_dtype.h"
 #include "star/model/llama_model.h"
 #include "star/tokenizer/tokenizer.h"
 
@@ -23,7 +24,9 @@ struct RuntimeModel {
   std::string chat_template;  // tokenizer_config.json's chat_template or GGUF's tokenizer.chat_template, or empty
 };
 
-// An HF directory (config.json, safetensors, tokenizer.json) or a .gguf file.
-Result<RuntimeModel> open_model(const std::filesystem::path& path);
+// An HF directory (config.json, safetensors, tokenizer.json) or a .gguf file. The CPU engine's KV
+// shards store K and V as `kv_dtype` (--kv-dtype), refused here when the model's head_dim cannot
+// be stored that way.
+Result<RuntimeModel> open_model(const std::filesystem::path& path, KvDType kv_dtype = KvDType::kF32);
 
 }  // namespace star

@@ -1,23 +1,29 @@
 // KvCache: the keys and values of one sequence (or one rank's shard of it), per layer.
-// Layer l holds K and V as [tokens, Hkv, d] float32 rows, contiguous, so attention reads any run
-// of rows directly. Size in bytes is exact: tokens × layers × 2 × Hkv × d × 4.
+// Layer l holds K and V as [tokens, Hkv, d] rows stored as the cache's KvDType (f32, bf16 or
+// q8_0), contiguous, so attention reads any run of rows directly in that type. Rows are encoded
+// once, when stored. Size in bytes is exact: tokens × layers × 2 × kv_bytes(dtype, Hkv × d).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "star/model/kv_dtype.h"
+
 namespace star {
 
 class KvCache {
  public:
   KvCache() = default;
-  KvCache(int64_t n_layers, int64_t n_kv_heads, int64_t head_dim);
+  // check_kv_dtype(dtype, head_dim) must hold.
+  KvCache(int64_t n_layers, int64_t n_kv_heads, int64_t head_dim, KvDType dtype = KvDType::kF32);
 
+  KvDType dtype() const { return dtype_; }
   int64_t tokens() const { return tokens_; }
   int64_t n_layers() const { return static_cast<int64_t>(keys_.size()); }
-  int64_t row_floats() const { return row_floats_; }  // Hkv × d
-  size_t bytes_per_token() const { return 2 * keys_.size() * row_floats_ * sizeof(float); }
+  int64_t row_elements() const { return row_elements_; }  // Hkv × d
+  size_t row_bytes() const { return row_bytes_; }          // one token's K (or V) in one layer
+  size_t bytes_per_token() const { return 2 * keys_.size() * row_bytes_; }
   size_t bytes() const { return static_cast<size_t>(tokens_) * bytes_per_token(); }
 
   // Allocates room for `tokens` rows in every layer up front so that appends do not reallocate.
@@ -26,15 +32,20 @@ class KvCache {
   int64_t grow(int64_t n);
   void truncate(int64_t tokens);
 
-  float* keys(int64_t layer) { return keys_[layer].data(); }
-  float* values(int64_t layer) { return values_[layer].data(); }
-  const float* keys(int64_t layer) const { return keys_[layer].data(); }
-  const float* values(int64_t layer) const { return values_[layer].data(); }
+  // Encodes n rows of float32 K and V [n, Hkv, d] into rows [first, first + n) of `layer`.
+  void store(int64_t layer, int64_t first, const float* k, const float* v, int64_t n);
+  // Appends every row of `from` (same layers, row shape and dtype) as stored: no re-rounding.
+  void append(const KvCache& from);
+
+  KvRows keys(int64_t layer) const { return {keys_[layer].data(), dtype_}; }
+  KvRows values(int64_t layer) const { return {values_[layer].data(), dtype_}; }
 
  private:
-  std::vector<std::vector<float>> keys_;
-  std::vector<std::vector<float>> values_;
-  int64_t row_floats_ = 0;
+  std::vector<std::vector<std::byte>> keys_;
+  std::vector<std::vector<std::byte>> values_;
+  KvDType dtype_ = KvDType::kF32;
+  int64_t row_elements_ = 0;
+  size_t row_bytes_ = 0;
   int64_t tokens_ = 0;
 };
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "attention_blocks.h"
+#include "kv_rows.h"
 #include "simd.h"
 #include "star/attention/merge.h"
 
@@ -34,8 +35,8 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // The problem as given to attention_forward, plus how it is cut into tasks.
 struct Problem {
   const float* q;
-  const float* k;
-  const float* v;
+  KvRows k;
+  KvRows v;
   int64_t nq, nk, n_heads, n_kv_heads, head_dim;
   int64_t group;           // query heads per kv head
   float log2_scale;        // scale * log2(e): scores live in base 2 so exp2 replaces exp
@@ -50,13 +51,6 @@ struct Problem {
 int64_t packed_row_floats(int64_t head_dim) {
   const int64_t lines = ceil_div(head_dim, 16);
   return (lines % 2 == 0 ? lines + 1 : lines) * 16;
-}
-
-// dst[0:n] = src[0:n], inline: rows are short and a call per row shows up in decoding profiles.
-inline void copy_row(const float* src, int64_t n, float* dst) {
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) simd::store(dst + i, simd::load(src + i));
-  for (; i < n; ++i) dst[i] = src[i];
 }
 
 enum class TileVisibility { kNone, kSome, kAll };
@@ -176,21 +170,35 @@ class TileWorker {
     std::fill(ot(hh), ot(hh) + d * row_pad_, 0.f);
   }
 
-  // Copies keys and values [j0, j0 + bc) of the task's kv heads into per-head contiguous tiles,
-  // reading each cache row front to back. In place, one head's rows sit Hkv * d floats apart, often
-  // a multiple of 4 KiB, so a block's rows would all compete for the same L1 set.
+  // Picks the row decoder of the cache's element type (one switch per tile, not per row). Each
+  // decoder is a lambda of its own type, so every instance inlines its decoder.
   void pack_keys_values(int64_t j0, int64_t bc) {
+    switch (p_.k.dtype) {
+      case KvDType::kF32:
+        return pack_keys_values(j0, bc, [](KvRows r, int64_t e, int64_t n, float* d) { kv_rows::decode_f32(r, e, n, d); });
+      case KvDType::kBF16:
+        return pack_keys_values(j0, bc, [](KvRows r, int64_t e, int64_t n, float* d) { kv_rows::decode_bf16(r, e, n, d); });
+      case KvDType::kQ8_0:
+        return pack_keys_values(j0, bc, [](KvRows r, int64_t e, int64_t n, float* d) { kv_rows::decode_q8_0(r, e, n, d); });
+    }
+  }
+
+  // Decodes keys and values [j0, j0 + bc) of the task's kv heads into per-head contiguous float32
+  // tiles, reading each cache row front to back. In place, one head's rows sit Hkv * d elements
+  // apart, often a multiple of 4 KiB, so a block's rows would all compete for the same L1 set.
+  template <typename DecodeRow>
+  void pack_keys_values(int64_t j0, int64_t bc, DecodeRow decode_row) {
     const int64_t d = p_.head_dim;
     const int64_t ldkv = p_.n_kv_heads * d;
     const int64_t head_tile = p_.key_tile * ld_packed_;
-    const float* k = p_.k + j0 * ldkv + h_begin_ * d;
-    const float* v = p_.v + j0 * ldkv + h_begin_ * d;
+    const KvRows k = p_.k.at(j0 * ldkv + h_begin_ * d);
+    const KvRows v = p_.v.at(j0 * ldkv + h_begin_ * d);
     for (int64_t c = 0; c < bc; ++c) {
       for (int64_t hh = 0; hh < heads_; ++hh) {
         const int64_t src = c * ldkv + hh * d;
         const int64_t dst = hh * head_tile + c * ld_packed_;
-        copy_row(k + src, d, k_tile_.get() + dst);
-        copy_row(v + src, d, v_tile_.get() + dst);
+        decode_row(k, src, d, k_tile_.get() + dst);
+        decode_row(v, src, d, v_tile_.get() + dst);
       }
     }
     if (row_major_) {
@@ -423,10 +431,11 @@ class TileWorker {
 
 }  // namespace
 
-void attention_forward(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
-                       int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale,
-                       const AttentionMask& mask, float* out, float* lse) {
+void attention_forward(const float* q, int64_t nq, KvRows k, KvRows v, int64_t nk, int64_t n_heads,
+                       int64_t n_kv_heads, int64_t head_dim, float scale, const AttentionMask& mask,
+                       float* out, float* lse) {
   assert(n_heads > 0 && n_kv_heads > 0 && n_heads % n_kv_heads == 0 && head_dim > 0);
+  assert(k.dtype == v.dtype && check_kv_dtype(k.dtype, head_dim).ok());
   if (nq <= 0) return;
   const int threads = omp_get_max_threads();
   Problem p{q, k, v, nq, nk, n_heads, n_kv_heads, head_dim, n_heads / n_kv_heads,

@@ -81,6 +81,7 @@ class CudaEngineModel final : public EngineModel {
     const LlamaConfig& c = model_->config();
     return 2 * c.n_layers * c.n_kv_heads * c.head_dim * int64_t{sizeof(__nv_bfloat16)};
   }
+  KvDType kv_dtype() const override { return KvDType::kBF16; }
   Status supports(EncodeStep::Kind kind) const override {
     return kind == EncodeStep::Kind::kRingSegment ? no_ring() : ok_status();
   }

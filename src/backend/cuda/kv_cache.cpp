@@ -68,24 +68,26 @@ Result<int64_t> DeviceKvCache::grow(int64_t n, cudaStream_t stream) {
 void DeviceKvCache::truncate(int64_t tokens) { tokens_ = std::clamp<int64_t>(tokens, 0, tokens_); }
 
 Status DeviceKvCache::append_from_host(const KvCache& host, cudaStream_t stream) {
-  if (host.n_layers() != n_layers() || host.row_floats() != row_elements_) {
+  if (host.n_layers() != n_layers() || host.row_elements() != row_elements_) {
     return invalid_argument("DeviceKvCache::append_from_host: host cache has " +
                             std::to_string(host.n_layers()) + " layers of " +
-                            std::to_string(host.row_floats()) + " floats per row, this one " +
+                            std::to_string(host.row_elements()) + " elements per row, this one " +
                             std::to_string(n_layers()) + " of " + std::to_string(row_elements_));
   }
   Result<int64_t> first = grow(host.tokens(), stream);
   if (!first.ok()) return first.status();
   const auto count = static_cast<size_t>(host.tokens() * row_elements_);
   if (count == 0) return ok_status();
+  std::vector<float> host_rows(count);
   std::vector<__nv_bfloat16> staging(count);
   for (int64_t l = 0; l < n_layers(); ++l) {
     for (int side = 0; side < 2; ++side) {
-      const float* src = side == 0 ? host.keys(l) : host.values(l);
+      const KvRows src = side == 0 ? host.keys(l) : host.values(l);
+      decode_kv(src.dtype, src.data, static_cast<int64_t>(count), host_rows.data());
       __nv_bfloat16* dst = (side == 0 ? keys(l) : values(l)) + *first * row_elements_;
       for (size_t i = 0; i < count; ++i) {
         __nv_bfloat16_raw raw;
-        raw.x = f32_to_bf16(src[i]);
+        raw.x = f32_to_bf16(host_rows[i]);
         staging[i] = __nv_bfloat16(raw);
       }
       if (Status s = cuda_status(cudaMemcpyAsync(dst, staging.data(), count * sizeof(__nv_bfloat16),

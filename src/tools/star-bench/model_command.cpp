@@ -43,6 +43,7 @@ CLI::App* add_model_command(CLI::App& app, ModelCommandOptions& o) {
   cmd->add_option("--repeats", o.repeats, "best of this many prefills")->capture_default_str()->check(CLI::Range(1, 100));
   cmd->add_option("--backend", o.backend, "cpu, or cuda (the GPU, with per-kernel rooflines)")
       ->capture_default_str()->check(CLI::IsMember(backend_names()));
+  cmd->add_option("--kv-dtype", o.kv_dtype, kKvDTypeHelp);
   return cmd;
 }
 
@@ -54,7 +55,12 @@ int run_model_command(const ModelCommandOptions& o) {
     std::fprintf(stderr, "%s\n", s.to_string().c_str());
     return 1;
   }
-  Result<RuntimeModel> model = open_model(model_path);
+  Result<KvDType> kv_dtype = resolve_kv_dtype(o.backend, o.kv_dtype);
+  if (!kv_dtype.ok()) {
+    std::fprintf(stderr, "%s\n", kv_dtype.status().to_string().c_str());
+    return 1;
+  }
+  Result<RuntimeModel> model = open_model(model_path, *kv_dtype);
   if (!model.ok()) {
     std::fprintf(stderr, "%s\n", model.status().to_string().c_str());
     return 1;
@@ -74,7 +80,7 @@ int run_model_command(const ModelCommandOptions& o) {
   std::iota(positions.begin(), positions.end(), 0);
 
   const AttentionShape shape = AttentionShape::of(c);
-  KvCache cache(c.n_layers, c.n_kv_heads, c.head_dim);
+  KvCache cache(c.n_layers, c.n_kv_heads, c.head_dim, *kv_dtype);
   cache.reserve(prompt_tokens + decode_tokens);
   double prefill = 1e30;
   for (int r = 0; r < repeats; ++r) {
@@ -101,10 +107,11 @@ int run_model_command(const ModelCommandOptions& o) {
   const double sgemm = measure_sgemm_gflops(prompt_tokens, c.hidden_dim, c.dim);
   const double copy = measure_copy_gbps();
 
-  std::printf("model %s: %lld parameters, dim %lld, %lld layers, %lld/%lld heads, vocab %lld\n", model_path.c_str(),
-              static_cast<long long>(c.parameter_count()), static_cast<long long>(c.dim),
+  std::printf("model %s: %lld parameters, dim %lld, %lld layers, %lld/%lld heads, vocab %lld, KV %s (%zu bytes/token)\n",
+              model_path.c_str(), static_cast<long long>(c.parameter_count()), static_cast<long long>(c.dim),
               static_cast<long long>(c.n_layers), static_cast<long long>(c.n_heads),
-              static_cast<long long>(c.n_kv_heads), static_cast<long long>(c.vocab_size));
+              static_cast<long long>(c.n_kv_heads), static_cast<long long>(c.vocab_size), kv_dtype_name(*kv_dtype),
+              cache.bytes_per_token());
   std::printf("| measure | value | machine reference | fraction |\n|---|---|---|---|\n");
   std::printf("| prefill %lld tokens | %.1f tokens/s, %.1f GFLOP/s | sgemm %lldx%lldx%lld: %.1f GFLOP/s | %.0f%% |\n",
               static_cast<long long>(prompt_tokens), prompt_tokens / prefill, prefill_gflops,

@@ -16,6 +16,7 @@ struct ModelCommandOptions {
   int64_t decode_tokens = 32;
   int repeats = 3;
   std::string backend = "cpu";  // cpu | cuda
+  std::string kv_dtype;         // --kv-dtype; empty: the backend's own
 };
 
 CLI::App* add_model_command(CLI::App& app, ModelCommandOptions& options);

@@ -23,6 +23,7 @@ CLI::App* add_phase_command(CLI::App& app, PhaseCommandOptions& o) {
   cmd->add_option("--decode-tokens", o.decode_tokens, "tokens generated")->capture_default_str()->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--backend", o.backend, "cpu, or cuda (one GPU per rank, by local rank)")
       ->capture_default_str()->check(CLI::IsMember(backend_names()));
+  cmd->add_option("--kv-dtype", o.kv_dtype, kKvDTypeHelp);
   add_attention_options(*cmd, o.attention_flags, o.attention_config_file);
   return cmd;
 }
@@ -38,9 +39,14 @@ int run_phase_command(const CLI::App& command, const PhaseCommandOptions& o) {
     std::fprintf(stderr, "%s\n", s.to_string().c_str());
     return 2;
   }
+  Result<KvDType> kv_dtype = resolve_kv_dtype(o.backend, o.kv_dtype);
+  if (!kv_dtype.ok()) {
+    if (comm.rank() == 0) std::fprintf(stderr, "%s\n", kv_dtype.status().to_string().c_str());
+    return 2;
+  }
   const int64_t context = o.context, query = o.query, decode = o.decode_tokens;
   Result<AttentionConfig> resolved = resolve_attention_options(command, o.attention_flags, o.attention_config_file);
-  Result<RuntimeModel> model = open_model(o.model_path);
+  Result<RuntimeModel> model = open_model(o.model_path, *kv_dtype);
   for (const Status* s : {&resolved.status(), &model.status()}) {
     if (!s->ok()) {
       if (comm.rank() == 0) std::fprintf(stderr, "%s\n", s->to_string().c_str());
@@ -76,6 +82,7 @@ int run_phase_command(const CLI::App& command, const PhaseCommandOptions& o) {
     nlohmann::json j;
     j["algorithm"] = out->algorithm;
     j["backend"] = o.backend;
+    j["kv_dtype"] = kv_dtype_name(*kv_dtype);
     j["context"] = context;
     j["ranks"] = comm.size();
     j["block_size"] = request.attention.block_size;

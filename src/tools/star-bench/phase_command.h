@@ -21,6 +21,7 @@ struct PhaseCommandOptions {
   AttentionConfig attention_flags;
   std::string attention_config_file;
   std::string backend = "cpu";  // cpu | cuda (one GPU per rank)
+  std::string kv_dtype;         // --kv-dtype; empty: the backend's own
 };
 
 CLI::App* add_phase_command(CLI::App& app, PhaseCommandOptions& options);

@@ -59,6 +59,9 @@ CLI::App* add_plan_command(CLI::App& app, PlanCommandOptions& options) {
       ->delimiter(',')
       ->check(CLI::Range(int64_t{1}, int64_t{2147483647}));
   plan->add_option("--ranks", options.ranks, "ranks (hosts) B")->required()->check(CLI::Range(1, 1 << 20));
+  plan->add_option("--kv-dtype", options.kv_dtype, "KV cache element type: f32, bf16, q8_0")
+      ->capture_default_str()
+      ->check(CLI::IsMember(kv_dtype_names()));
   add_attention_options(*plan, options.attention_flags, options.attention_config_file);
   return plan;
 }
@@ -81,17 +84,18 @@ int run_plan_command(const CLI::App& command, const PlanCommandOptions& options)
     return 2;
   }
 
-  std::printf("model %s: %lld layers, %lld query heads, %lld KV heads, head_dim %lld; %d ranks\n",
+  std::printf("model %s: %lld layers, %lld query heads, %lld KV heads, head_dim %lld; %d ranks; KV %s\n",
               options.preset.empty() ? options.model_config.c_str() : options.preset.c_str(),
               static_cast<long long>(model->n_layers), static_cast<long long>(model->n_heads),
-              static_cast<long long>(model->n_kv_heads), static_cast<long long>(model->head_dim), options.ranks);
+              static_cast<long long>(model->n_kv_heads), static_cast<long long>(model->head_dim), options.ranks,
+              options.kv_dtype.c_str());
   std::printf("%-10s %12s %15s %16s %18s %14s\n", "algorithm", "context", "critical path", "attn GFLOP/layer",
               "activations/layer", "KV cache/rank");
   for (const std::string& algorithm : compared_algorithms(attention->algorithm)) {
     AttentionConfig config = *attention;
     config.algorithm = algorithm;
     for (int64_t context : options.contexts) {
-      Result<Phase1Cost> cost = phase1_cost(*model, context, options.ranks, config);
+      Result<Phase1Cost> cost = phase1_cost(*model, context, options.ranks, config, *parse_kv_dtype(options.kv_dtype));
       if (!cost.ok()) {
         std::cerr << "star-bench plan: " << algorithm << " at L = " << context << ": "
                   << cost.status().to_string() << "\n";

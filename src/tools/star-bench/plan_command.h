@@ -20,6 +20,7 @@ struct PlanCommandOptions {
   std::string model_config;  // or a Hugging Face config.json
   std::vector<int64_t> contexts;
   int ranks = 0;
+  std::string kv_dtype = "bf16";  // the KV cache element type the memory column counts
   AttentionConfig attention_flags;
   std::string attention_config_file;
 };

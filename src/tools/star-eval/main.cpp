@@ -41,6 +41,7 @@ struct Options {
   int64_t max_tokens = 48;
   bool tasks_only = false;
   std::string log_level = "warn";
+  std::string kv_dtype = "f32";
   std::string attention_config_file;
   AttentionConfig attention;
 };
@@ -79,7 +80,7 @@ std::vector<eval::TaskSample> samples_at(const Options& o, const Tokenizer& tok,
 
 int run(const Options& o, Communicator& comm) {
   const bool root = comm.rank() == 0;
-  Result<RuntimeModel> model = open_model(o.model);
+  Result<RuntimeModel> model = open_model(o.model, *parse_kv_dtype(o.kv_dtype));
   if (!model.ok()) {
     if (root) spdlog::error("{}", model.status().to_string());
     return 1;
@@ -148,7 +149,7 @@ int run(const Options& o, Communicator& comm) {
   if (!root || o.tasks_only) return 0;
   json results{{"model", o.model},         {"seed", o.seed},     {"samples", o.samples},
                {"blocks", o.blocks},       {"max_tokens", o.max_tokens}, {"tasks", o.tasks},
-               {"lengths", o.lengths},     {"algorithms", o.algorithms},
+               {"lengths", o.lengths},     {"algorithms", o.algorithms}, {"kv_dtype", o.kv_dtype},
                {"attention", attention_config_to_json(o.attention)}, {"cells", json::array()}};
   for (const auto& c : cells) {
     results["cells"].push_back(
@@ -198,6 +199,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--tasks-only", o.tasks_only, "write OUT/tasks/*.jsonl and stop");
   app.add_option("--log-level", o.log_level, "trace|debug|info|warn|error")->capture_default_str();
+  app.add_option("--kv-dtype", o.kv_dtype, "KV cache element type: f32 (exact), bf16, q8_0 (head_dim a multiple of 32)")
+      ->capture_default_str()
+      ->check(CLI::IsMember(star::kv_dtype_names()));
   star::add_attention_options(app, o.attention, o.attention_config_file);
   try {
     app.parse(argc, argv);

@@ -32,6 +32,8 @@ struct Options {
   std::string prompt, context_file, query, input, output;
   std::string log_level = "info";
   std::string backend = "cpu";
+  std::string kv_dtype_flag;  // empty: the backend's own
+  KvDType kv_dtype = KvDType::kF32;
   std::string attention_config_file;
   AttentionConfig attention;
   GenerationOptions generation;
@@ -121,7 +123,7 @@ bool all_ranks_ok(Communicator& comm, const Status& mine) {
 }
 
 int run(const Options& o, Communicator& comm) {
-  Result<RuntimeModel> model = open_model(o.model);
+  Result<RuntimeModel> model = open_model(o.model, o.kv_dtype);
   if (!all_ranks_ok(comm, model.status())) return 1;
   if (!all_ranks_ok(comm, select_backend(*model, o.backend))) return 1;
   const bool root = comm.rank() == 0;
@@ -218,6 +220,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", o.log_level, "trace|debug|info|warn|error")->capture_default_str();
   app.add_option("--backend", o.backend, "cpu, or cuda (one GPU per rank, by local rank)")
       ->capture_default_str()->check(CLI::IsMember(star::backend_names()));
+  app.add_option("--kv-dtype", o.kv_dtype_flag, star::kKvDTypeHelp);
   star::add_attention_options(app, o.attention, o.attention_config_file);
   context->needs(query);
   query->needs(context);
@@ -237,6 +240,12 @@ int main(int argc, char** argv) {
     spdlog::error("{}", s.to_string());
     return 2;
   }
+  star::Result<star::KvDType> kv_dtype = star::resolve_kv_dtype(o.backend, o.kv_dtype_flag);
+  if (!kv_dtype.ok()) {
+    if (comm.rank() == 0) spdlog::error("{}", kv_dtype.status().to_string());
+    return 2;
+  }
+  o.kv_dtype = *kv_dtype;
   star::Result<star::AttentionConfig> attention = star::resolve_attention_options(app, o.attention, o.attention_config_file);
   if (!attention.ok()) {
     if (comm.rank() == 0) spdlog::error("{}", attention.status().to_string());

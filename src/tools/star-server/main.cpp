@@ -47,6 +47,8 @@ struct Options {
   std::string model;
   std::string log_level = "info";
   std::string backend = "cpu";
+  std::string kv_dtype_flag;  // empty: the backend's own
+  KvDType kv_dtype = KvDType::kF32;
   std::string port_file;
   std::string attention_config_file;
   AttentionConfig attention_flags;
@@ -134,7 +136,7 @@ int serve_rank0(const Options& o, Communicator& comm, MpiDoorbell& doorbell) {
   Result<std::unique_ptr<ShutdownSignal>> signals = ShutdownSignal::install([&s](int) { s.begin_shutdown(); });
   if (!signals.ok()) spdlog::warn("{}", signals.status().to_string());
 
-  Result<RuntimeModel> model = open_model(o.model);
+  Result<RuntimeModel> model = open_model(o.model, o.kv_dtype);
   if (!model.ok()) spdlog::error("{}", model.status().to_string());
   Result<bool> loaded = all_ok(comm, model.ok());
   if (!loaded.ok() || !*loaded) {
@@ -169,7 +171,7 @@ int serve_worker(const Options& o, Communicator& comm, MpiDoorbell& doorbell) {
   if (!all_pids(comm).ok()) return 1;
   Result<bool> listening = all_ok(comm, true);
   if (!listening.ok() || !*listening) return 1;
-  Result<RuntimeModel> model = open_model(o.model);
+  Result<RuntimeModel> model = open_model(o.model, o.kv_dtype);
   if (!model.ok()) spdlog::error("{}", model.status().to_string());
   Result<bool> loaded = all_ok(comm, model.ok());
   if (!loaded.ok() || !*loaded) return 1;
@@ -262,6 +264,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", o.log_level, "trace|debug|info|warn|error")->capture_default_str();
   app.add_option("--backend", o.backend, "cpu, or cuda (one GPU per rank, by local rank)")
       ->capture_default_str()->check(CLI::IsMember(star::backend_names()));
+  app.add_option("--kv-dtype", o.kv_dtype_flag, star::kKvDTypeHelp);
   star::add_attention_options(app, o.attention_flags, o.attention_config_file);
   app.add_option("--config", o.attention_config_file, "the same as --attention-config")
       ->group("Attention")
@@ -276,6 +279,12 @@ int main(int argc, char** argv) {
     spdlog::error("{}", backend.to_string());
     return 2;
   }
+  star::Result<star::KvDType> kv_dtype = star::resolve_kv_dtype(o.backend, o.kv_dtype_flag);
+  if (!kv_dtype.ok()) {
+    if (comm.rank() == 0) spdlog::error("{}", kv_dtype.status().to_string());
+    return 2;
+  }
+  o.kv_dtype = *kv_dtype;
   star::Result<star::AttentionConfig> attention =
       star::resolve_attention_options(app, o.attention_flags, o.attention_config_file);
   if (!attention.ok()) {

@@ -107,10 +107,9 @@ TEST_F(Nccl, Phase2GatherAndMergeEqualsAttentionOverTheWholeKeySet) {
   const bool query_host = rank == P - 1;
 
   KvCache host_shard(1, hkv, d);
-  host_shard.grow(end - begin);
   const int64_t row = hkv * d;
-  std::copy(k_all.begin() + begin * row, k_all.begin() + end * row, host_shard.keys(0));
-  std::copy(v_all.begin() + begin * row, v_all.begin() + end * row, host_shard.values(0));
+  host_shard.store(0, host_shard.grow(end - begin), k_all.data() + begin * row, v_all.data() + begin * row,
+                   end - begin);
   auto shard = cuda::DeviceKvCache::create(1, hkv, d, 0);
   ASSERT_TRUE(shard.ok());
   ASSERT_TRUE(shard->append_from_host(host_shard, nullptr).ok());

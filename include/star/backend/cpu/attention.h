@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "star/attention/block_plan.h"
+#include "star/model/kv_dtype.h"
 
 namespace star {
 
@@ -20,7 +21,9 @@ struct AttentionMask {
 
 namespace cpu {
 
-// q [nq, Hq, d], k and v [nk, Hkv, d] (GQA: query head h uses kv head h / (Hq/Hkv)),
+// q [nq, Hq, d], k and v [nk, Hkv, d] (GQA: query head h uses kv head h / (Hq/Hkv)) stored as one
+// KvDType (f32, bf16, or q8_0 with d a multiple of 32), read as stored: each key tile is decoded
+// into the task's float32 tile, so the result is that of float32 K and V equal to decode_kv's.
 // out [nq, Hq, d], lse [nq, Hq] natural-log log-sum-exp of the scaled scores (scale * q.k).
 // A query row that sees no key gets out = 0 and lse = -inf (so nk == 0 is allowed).
 // Requires Hq % Hkv == 0; out and lse must not overlap the inputs.
@@ -30,9 +33,17 @@ namespace cpu {
 // are skipped. OpenMP threads share (kv head, query tile) tasks; a short query (decoding, Phase 2)
 // instead gives each task every kv head and a slice of the keys, so threads stream disjoint parts
 // of the cache, and the slices are merged with merge_partials.
-void attention_forward(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
-                       int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale,
-                       const AttentionMask& mask, float* out, float* lse);
+void attention_forward(const float* q, int64_t nq, KvRows k, KvRows v, int64_t nk, int64_t n_heads,
+                       int64_t n_kv_heads, int64_t head_dim, float scale, const AttentionMask& mask,
+                       float* out, float* lse);
+
+// Float32 K and V.
+inline void attention_forward(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
+                              int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale,
+                              const AttentionMask& mask, float* out, float* lse) {
+  attention_forward(q, nq, KvRows::f32(k), KvRows::f32(v), nk, n_heads, n_kv_heads, head_dim, scale, mask,
+                    out, lse);
+}
 
 }  // namespace cpu
 }  // namespace star
