@@ -1,41 +1,25 @@
 #include "star/model/kv_dtype.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 
 #include "star/model/dtype.h"
 #include "star/quant/blocks.h"
+#include "star/quant/dequantize.h"
 
 namespace star {
 namespace {
 
-using quant::BlockQ8_0;
 constexpr int64_t kQ8Block = quant::kLegacyBlock;
-static_assert(sizeof(BlockQ8_0) == 34, "kv_bytes counts Q8_0 blocks as 34 bytes");
 
-// ggml's quantize_row_q8_0_ref: d = max|x| / 127, q = round(x / d), the scale stored as f16.
-void quantize_q8_0(const float* x, int64_t count, std::byte* dst) {
-  for (int64_t b = 0; b < count / kQ8Block; ++b) {
-    const float* xb = x + b * kQ8Block;
-    float amax = 0.f;
-    for (int64_t j = 0; j < kQ8Block; ++j) amax = std::max(amax, std::fabs(xb[j]));
-    const float d = amax / 127.f;
-    const float id = d != 0.f ? 1.f / d : 0.f;
-    BlockQ8_0 block;
-    block.d = f32_to_f16(d);
-    for (int64_t j = 0; j < kQ8Block; ++j) block.qs[j] = static_cast<int8_t>(std::round(xb[j] * id));
-    std::memcpy(dst + b * sizeof(BlockQ8_0), &block, sizeof(block));
+// The KV cache stores rows in the project's one encoding of each type (ggml's Q8_0 for q8_0).
+DType storage_dtype(KvDType dtype) {
+  switch (dtype) {
+    case KvDType::kF32: return DType::kF32;
+    case KvDType::kBF16: return DType::kBF16;
+    case KvDType::kQ8_0: return DType::kQ8_0;
   }
-}
-
-void dequantize_q8_0(const std::byte* src, int64_t count, float* y) {
-  for (int64_t b = 0; b < count / kQ8Block; ++b) {
-    BlockQ8_0 block;
-    std::memcpy(&block, src + b * sizeof(BlockQ8_0), sizeof(block));
-    const float d = f16_to_f32(block.d);
-    for (int64_t j = 0; j < kQ8Block; ++j) y[b * kQ8Block + j] = static_cast<float>(block.qs[j]) * d;
-  }
+  return DType::kF32;
 }
 
 }  // namespace
@@ -78,38 +62,11 @@ Status check_kv_dtype(KvDType dtype, int64_t head_dim) {
 }
 
 void encode_kv(KvDType dtype, const float* src, int64_t count, std::byte* dst) {
-  switch (dtype) {
-    case KvDType::kF32:
-      std::memcpy(dst, src, static_cast<size_t>(count) * sizeof(float));
-      return;
-    case KvDType::kBF16:
-      for (int64_t i = 0; i < count; ++i) {
-        const uint16_t bits = f32_to_bf16(src[i]);
-        std::memcpy(dst + 2 * i, &bits, 2);
-      }
-      return;
-    case KvDType::kQ8_0:
-      quantize_q8_0(src, count, dst);
-      return;
-  }
+  quant::quantize_rows_into(storage_dtype(dtype), src, 1, count, dst);
 }
 
 void decode_kv(KvDType dtype, const std::byte* src, int64_t count, float* dst) {
-  switch (dtype) {
-    case KvDType::kF32:
-      std::memcpy(dst, src, static_cast<size_t>(count) * sizeof(float));
-      return;
-    case KvDType::kBF16:
-      for (int64_t i = 0; i < count; ++i) {
-        uint16_t bits;
-        std::memcpy(&bits, src + 2 * i, 2);
-        dst[i] = bf16_to_f32(bits);
-      }
-      return;
-    case KvDType::kQ8_0:
-      dequantize_q8_0(src, count, dst);
-      return;
-  }
+  quant::dequantize_rows(storage_dtype(dtype), src, 1, count, dst);
 }
 
 void round_kv(KvDType dtype, float* values, int64_t count) {

@@ -1,6 +1,5 @@
 #include <cstring>
 #include <stdexcept>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -22,14 +21,23 @@ void dequantize_blocks(const std::byte* src, int64_t blocks, int64_t block_eleme
 }
 
 template <class Block>
-std::vector<std::byte> quantize_blocks(const float* values, int64_t blocks, int64_t block_elements) {
-  std::vector<std::byte> bytes(static_cast<size_t>(blocks) * sizeof(Block));
+void quantize_blocks(const float* values, int64_t blocks, int64_t block_elements, std::byte* out) {
   for (int64_t i = 0; i < blocks; ++i) {
     Block block{};
     quantize_block(values + i * block_elements, block);
-    std::memcpy(bytes.data() + i * static_cast<int64_t>(sizeof(Block)), &block, sizeof(Block));
+    std::memcpy(out + i * static_cast<int64_t>(sizeof(Block)), &block, sizeof(Block));
   }
-  return bytes;
+}
+
+void encode_plain(DType dtype, const float* values, int64_t elements, std::byte* out) {
+  if (dtype == DType::kF32) {
+    std::memcpy(out, values, static_cast<size_t>(elements) * sizeof(float));
+    return;
+  }
+  for (int64_t i = 0; i < elements; ++i) {
+    const uint16_t bits = dtype == DType::kF16 ? f32_to_f16(values[i]) : f32_to_bf16(values[i]);
+    std::memcpy(out + 2 * i, &bits, 2);
+  }
 }
 
 void require_whole_blocks(const char* caller, DType dtype, int64_t rows, int64_t k) {
@@ -64,23 +72,29 @@ void dequantize_rows(DType dtype, const std::byte* src, int64_t rows, int64_t k,
 
 std::vector<std::byte> quantize_rows(DType dtype, const float* values, int64_t rows, int64_t k) {
   require_whole_blocks("quantize_rows", dtype, rows, k);
+  std::vector<std::byte> bytes(static_cast<size_t>(rows * dtype_row_bytes(dtype, k)));
+  quantize_rows_into(dtype, values, rows, k, bytes.data());
+  return bytes;
+}
+
+void quantize_rows_into(DType dtype, const float* values, int64_t rows, int64_t k, std::byte* out) {
+  require_whole_blocks("quantize_rows", dtype, rows, k);
   const int64_t block_elements = dtype_block_elements(dtype);
   const int64_t elements = rows * k;
   const int64_t blocks = elements / block_elements;
   switch (dtype) {
     case DType::kF32:
     case DType::kF16:
-    case DType::kBF16: return encode_from_f32(std::span<const float>(values, static_cast<size_t>(elements)), dtype);
-    case DType::kQ4_0: return quantize_blocks<BlockQ4_0>(values, blocks, block_elements);
-    case DType::kQ4_1: return quantize_blocks<BlockQ4_1>(values, blocks, block_elements);
-    case DType::kQ5_0: return quantize_blocks<BlockQ5_0>(values, blocks, block_elements);
-    case DType::kQ5_1: return quantize_blocks<BlockQ5_1>(values, blocks, block_elements);
-    case DType::kQ8_0: return quantize_blocks<BlockQ8_0>(values, blocks, block_elements);
-    case DType::kQ4_K: return quantize_blocks<BlockQ4_K>(values, blocks, block_elements);
-    case DType::kQ5_K: return quantize_blocks<BlockQ5_K>(values, blocks, block_elements);
-    case DType::kQ6_K: return quantize_blocks<BlockQ6_K>(values, blocks, block_elements);
+    case DType::kBF16: encode_plain(dtype, values, elements, out); return;
+    case DType::kQ4_0: quantize_blocks<BlockQ4_0>(values, blocks, block_elements, out); return;
+    case DType::kQ4_1: quantize_blocks<BlockQ4_1>(values, blocks, block_elements, out); return;
+    case DType::kQ5_0: quantize_blocks<BlockQ5_0>(values, blocks, block_elements, out); return;
+    case DType::kQ5_1: quantize_blocks<BlockQ5_1>(values, blocks, block_elements, out); return;
+    case DType::kQ8_0: quantize_blocks<BlockQ8_0>(values, blocks, block_elements, out); return;
+    case DType::kQ4_K: quantize_blocks<BlockQ4_K>(values, blocks, block_elements, out); return;
+    case DType::kQ5_K: quantize_blocks<BlockQ5_K>(values, blocks, block_elements, out); return;
+    case DType::kQ6_K: quantize_blocks<BlockQ6_K>(values, blocks, block_elements, out); return;
   }
-  return {};
 }
 
 }  // namespace star::quant

@@ -20,4 +20,8 @@ void dequantize_rows(DType dtype, const std::byte* src, int64_t rows, int64_t k,
 // with a stated error bound (src/quant/quantize_kquants.cpp, docs/model-formats.md).
 std::vector<std::byte> quantize_rows(DType dtype, const float* values, int64_t rows, int64_t k);
 
+// The same into `out` (rows · dtype_row_bytes(dtype, k) bytes), for writers on a hot path (the KV
+// cache quantizes every appended row).
+void quantize_rows_into(DType dtype, const float* values, int64_t rows, int64_t k, std::byte* out);
+
 }  // namespace star::quant
