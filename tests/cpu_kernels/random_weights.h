@@ -13,7 +13,7 @@
 
 namespace star::testing {
 
-// rows × k elements of `dtype` (F16, BF16, or a legacy 32-element block type).
+// rows × k elements of `dtype`, any type.
 inline std::vector<std::byte> random_weight_rows(DType dtype, int64_t rows, int64_t k, std::mt19937& rng) {
   std::uniform_int_distribution<int> byte(0, 255);
   std::uniform_real_distribution<float> value(-1.f, 1.f);
@@ -25,14 +25,18 @@ inline std::vector<std::byte> random_weight_rows(DType dtype, int64_t rows, int6
     return encode_from_f32(values, dtype);
   }
   for (std::byte& b : bytes) b = static_cast<std::byte>(byte(rng));
-  // Legacy blocks start with the f16 scale d (and, for Q4_1/Q5_1, the f16 offset m).
-  const bool has_offset = dtype == DType::kQ4_1 || dtype == DType::kQ5_1;
+  // The f16 scales sit at the start of legacy and Q4_K/Q5_K blocks (d, then m or dmin for the
+  // types that have one) and at the end of Q6_K's; every other byte may hold anything.
+  const bool has_second = dtype == DType::kQ4_1 || dtype == DType::kQ5_1 || dtype == DType::kQ4_K ||
+                          dtype == DType::kQ5_K;
   const size_t block_bytes = dtype_block_bytes(dtype);
+  const size_t d_offset = dtype == DType::kQ6_K ? block_bytes - 2 : 0;
+  const float d_range = dtype_block_elements(dtype) == 32 ? 1.f / 64 : 1.f / 1024;
   for (size_t at = 0; at < bytes.size(); at += block_bytes) {
-    const uint16_t d = f32_to_f16(value(rng) / 64.f);
-    std::memcpy(bytes.data() + at, &d, 2);
-    if (has_offset) {
-      const uint16_t m = f32_to_f16(value(rng) / 4.f);
+    const uint16_t d = f32_to_f16(value(rng) * d_range);
+    std::memcpy(bytes.data() + at + d_offset, &d, 2);
+    if (has_second) {
+      const uint16_t m = f32_to_f16(value(rng) * (dtype_block_elements(dtype) == 32 ? 1.f / 4 : 1.f / 256));
       std::memcpy(bytes.data() + at + 2, &m, 2);
     }
   }
