@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <span>
 
 #include "star/model/gguf.h"
 
@@ -23,13 +24,18 @@ std::string ggml_type_name(uint32_t type) {
   return "unknown";
 }
 
-std::optional<DType> dtype_from_ggml(uint32_t type) {
-  switch (type) {
-    case 0: return DType::kF32;
-    case 1: return DType::kF16;
-    case 30: return DType::kBF16;
-    default: return std::nullopt;
-  }
+constexpr const char* kSupportedTypes = "F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K";
+
+// Bytes of a tensor of `shape` stored as rows of `dtype` (rows are the innermost dimension; a
+// block type needs whole blocks a row), or -1 when the count of elements passes 2^62.
+int64_t stored_tensor_bytes(std::span<const int64_t> shape, DType dtype) {
+  constexpr int64_t kLimit = int64_t{1} << 62;
+  const int64_t elements = checked_tensor_bytes(shape, 1);
+  if (elements < 0) return -1;
+  const int64_t blocks = elements / dtype_block_elements(dtype);
+  const auto block_bytes = static_cast<int64_t>(dtype_block_bytes(dtype));
+  if (blocks > kLimit / block_bytes) return -1;
+  return blocks * block_bytes;
 }
 
 // Bytes one element of `type` takes at least, so a count can be checked before it is used.
@@ -291,14 +297,21 @@ class GgufParser {
     uint32_t ggml_type = 0;
     if (Status s = read_pod(ggml_type, what); !s.ok()) return s;
     if (Status s = read_pod(info.offset, what); !s.ok()) return s;
-    std::optional<DType> dtype = dtype_from_ggml(ggml_type);
+    std::optional<DType> dtype = dtype_from_ggml_type(ggml_type);
     if (!dtype) {
       return unimplemented(where_ + ": " + what + " has ggml type " + ggml_type_name(ggml_type) + " (" +
-                           std::to_string(ggml_type) + "); only F32, F16 and BF16 are supported");
+                           std::to_string(ggml_type) + "); supported: " + kSupportedTypes);
     }
     info.dtype = *dtype;
     info.shape.assign(ne.rbegin(), ne.rend());
-    int64_t bytes = checked_tensor_bytes(info.shape, dtype_size(info.dtype));
+    const int64_t row_length = ne.empty() ? 1 : ne.front();
+    if (row_length % dtype_block_elements(info.dtype) != 0) {
+      return data_loss(where_ + ": " + what + " of type " + dtype_name(info.dtype) + " has shape " +
+                       shape_to_string(info.shape) + ": its rows of " + std::to_string(row_length) +
+                       " elements are not a whole number of " + std::to_string(dtype_block_elements(info.dtype)) +
+                       "-element blocks");
+    }
+    int64_t bytes = stored_tensor_bytes(info.shape, info.dtype);
     if (bytes < 0) return data_loss(where_ + ": " + what + " shape " + shape_to_string(info.shape) + " is too large");
     info.bytes = static_cast<size_t>(bytes);
     if (!file_.tensor_index_.emplace(info.name, file_.tensors_.size()).second) {

@@ -11,7 +11,10 @@
 namespace star::testing {
 
 // ggml tensor types and GGUF value types, as numbered in the GGUF specification.
-enum GgmlType : uint32_t { kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlBF16 = 30 };
+enum GgmlType : uint32_t {
+  kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlQ4_1 = 3, kGgmlQ5_0 = 6, kGgmlQ5_1 = 7, kGgmlQ8_0 = 8,
+  kGgmlQ2_K = 10, kGgmlQ4_K = 12, kGgmlQ5_K = 13, kGgmlQ6_K = 14, kGgmlBF16 = 30,
+};
 enum GgufValueType : uint32_t {
   kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7, kStr = 8, kArr = 9,
   kU64 = 10, kI64 = 11, kF64 = 12,

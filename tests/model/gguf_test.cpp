@@ -8,6 +8,7 @@
 
 #include "model/gguf_builder.h"
 #include "model/test_files.h"
+#include "star/quant/dequantize.h"
 #include "support/test_paths.h"
 
 namespace star {
@@ -184,8 +185,18 @@ TEST(Gguf, MalformedFilesGiveNamedErrors) {
     cases.push_back({"nesting", GgufBuilder().raw_kv("deep", testing::kArr, deep).build(), StatusCode::kDataLoss,
                      {"'deep'", "nested"}});
   }
-  cases.push_back({"q4_0 tensor", GgufBuilder().tensor("blk.0.attn_q.weight", {32}, testing::kGgmlQ4_0, std::string(18, '\0')).build(),
-                   StatusCode::kUnimplemented, {"'blk.0.attn_q.weight'", "Q4_0"}});
+  cases.push_back({"rows not whole blocks",
+                   GgufBuilder().tensor("blk.0.attn_q.weight", {128, 2}, testing::kGgmlQ4_K, std::string(288, '\0')).build(),
+                   StatusCode::kDataLoss, {"'blk.0.attn_q.weight'", "Q4_K", "[2, 128]", "256-element blocks"}});
+  cases.push_back({"scalar of a block type", GgufBuilder().tensor("s", {}, testing::kGgmlQ8_0, std::string(34, '\0')).build(),
+                   StatusCode::kDataLoss, {"'s'", "Q8_0", "32-element blocks"}});
+  cases.push_back({"unsupported ggml type", GgufBuilder().tensor("w", {256}, testing::kGgmlQ2_K, std::string(84, '\0')).build(),
+                   StatusCode::kUnimplemented, {"'w'", "Q2_K", "(10)", "Q6_K"}});
+  {
+    std::string bytes = GgufBuilder().tensor("blk.0.ffn_down.weight", {64, 2}, testing::kGgmlQ8_0, std::string(136, '\0')).build();
+    bytes.pop_back();
+    cases.push_back({"truncated q8_0 data", bytes, StatusCode::kDataLoss, {"'blk.0.ffn_down.weight'", "+136", "truncated"}});
+  }
   cases.push_back({"unknown ggml type", GgufBuilder().tensor("w", {4}, 999, four_floats).build(), StatusCode::kUnimplemented,
                    {"'w'", "999"}});
   {
@@ -230,6 +241,48 @@ TEST(Gguf, MalformedFilesGiveNamedErrors) {
     for (const std::string& m : c.mentions) {
       EXPECT_THAT(file.status().message(), HasSubstr(m)) << c.label;
     }
+  }
+}
+
+struct QuantizedType {
+  uint32_t ggml_type;
+  DType dtype;
+};
+
+// Each block type as a [3, 512] tensor of quantized random rows: the parser gives its type, shape
+// and byte count, and the view's bytes dequantize to what was written.
+TEST(Gguf, ReadsEveryQuantizedType) {
+  const std::vector<QuantizedType> types = {
+      {testing::kGgmlQ4_0, DType::kQ4_0}, {testing::kGgmlQ4_1, DType::kQ4_1}, {testing::kGgmlQ5_0, DType::kQ5_0},
+      {testing::kGgmlQ5_1, DType::kQ5_1}, {testing::kGgmlQ8_0, DType::kQ8_0}, {testing::kGgmlQ4_K, DType::kQ4_K},
+      {testing::kGgmlQ5_K, DType::kQ5_K}, {testing::kGgmlQ6_K, DType::kQ6_K}};
+  constexpr int64_t kRows = 3, kCols = 512;
+  std::vector<float> values(kRows * kCols);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>((i * 37) % 101) / 50.0f - 1.0f;
+  GgufBuilder builder;
+  std::vector<std::vector<std::byte>> stored;
+  for (const QuantizedType& t : types) {
+    stored.push_back(quant::quantize_rows(t.dtype, values.data(), kRows, kCols));
+    const std::byte* data = stored.back().data();
+    builder.tensor(std::string("w.") + dtype_name(t.dtype), {kCols, kRows}, t.ggml_type,
+                   std::string(reinterpret_cast<const char*>(data), stored.back().size()));
+  }
+  TempDir dir;
+  auto file = open_bytes(dir, builder.build());
+  ASSERT_TRUE(file.ok()) << file.status().to_string();
+  ASSERT_EQ(file->tensors().size(), types.size());
+  for (size_t i = 0; i < types.size(); ++i) {
+    const GgufTensorInfo& info = file->tensors()[i];
+    EXPECT_EQ(info.dtype, types[i].dtype) << info.name;
+    EXPECT_EQ(info.shape, (std::vector<int64_t>{kRows, kCols})) << info.name;
+    EXPECT_EQ(static_cast<int64_t>(info.bytes), kRows * dtype_row_bytes(types[i].dtype, kCols)) << info.name;
+    auto view = file->find_tensor(info.name);
+    ASSERT_TRUE(view.ok()) << view.status().to_string();
+    ASSERT_EQ(view->bytes, stored[i].size());
+    std::vector<float> expected(values.size()), actual(values.size());
+    quant::dequantize_rows(types[i].dtype, stored[i].data(), kRows, kCols, expected.data());
+    quant::dequantize_rows(view->dtype, view->data, kRows, kCols, actual.data());
+    EXPECT_EQ(0, std::memcmp(expected.data(), actual.data(), sizeof(float) * expected.size())) << info.name;
   }
 }
 

@@ -42,6 +42,35 @@ inline std::vector<float> floats_from_hex(const std::string& hex) {
   return values;
 }
 
+// One line of a fixture file: <TYPE> <rows> <k> <label> <hex> <hex>.
+struct FixtureLine {
+  DType dtype;
+  int64_t rows;
+  int64_t k;
+  std::string label;
+  std::string input_hex;
+  std::string expected_hex;
+};
+
+inline std::vector<FixtureLine> load_fixture_lines(const std::string& file) {
+  const std::filesystem::path path = source_dir() / "tests" / "fixtures" / "quant" / file;
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open " + path.string());
+  std::vector<FixtureLine> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    std::string type;
+    FixtureLine f{};
+    fields >> type >> f.rows >> f.k >> f.label >> f.input_hex >> f.expected_hex;
+    if (!fields) throw std::runtime_error(path.string() + ": malformed line: " + line.substr(0, 60));
+    f.dtype = dtype_named(type);
+    lines.push_back(std::move(f));
+  }
+  return lines;
+}
+
 struct DequantizeCase {
   DType dtype;
   int64_t rows;
@@ -52,22 +81,26 @@ struct DequantizeCase {
 };
 
 inline std::vector<DequantizeCase> load_dequantize_cases() {
-  const std::filesystem::path path = source_dir() / "tests" / "fixtures" / "quant" / "dequantize.txt";
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open " + path.string());
   std::vector<DequantizeCase> cases;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream fields(line);
-    std::string type, blocks_hex, expected_hex;
-    DequantizeCase c{};
-    fields >> type >> c.rows >> c.k >> c.label >> blocks_hex >> expected_hex;
-    if (!fields) throw std::runtime_error(path.string() + ": malformed line: " + line.substr(0, 60));
-    c.dtype = dtype_named(type);
-    c.blocks = bytes_from_hex(blocks_hex);
-    c.expected = floats_from_hex(expected_hex);
-    cases.push_back(std::move(c));
+  for (const FixtureLine& f : load_fixture_lines("dequantize.txt")) {
+    cases.push_back({f.dtype, f.rows, f.k, f.label, bytes_from_hex(f.input_hex), floats_from_hex(f.expected_hex)});
+  }
+  return cases;
+}
+
+struct QuantizeCase {
+  DType dtype;
+  int64_t rows;
+  int64_t k;
+  std::string label;
+  std::vector<float> values;
+  std::vector<std::byte> expected;  // the blocks gguf.quants.quantize writes
+};
+
+inline std::vector<QuantizeCase> load_quantize_cases() {
+  std::vector<QuantizeCase> cases;
+  for (const FixtureLine& f : load_fixture_lines("quantize.txt")) {
+    cases.push_back({f.dtype, f.rows, f.k, f.label, floats_from_hex(f.input_hex), bytes_from_hex(f.expected_hex)});
   }
   return cases;
 }

@@ -7,7 +7,8 @@
 // GGUF lists dimensions innermost first (ne[0] is the row length); GgufTensorInfo::shape and
 // TensorView::shape are row-major ([rows, cols]), like safetensors.
 //
-// Only F32, F16 and BF16 tensors are read. Every offset, length and count is checked against the
+// Tensors of F32, F16, BF16 and the block types Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K
+// are read (a block type's rows must be whole blocks: star/quant/blocks.h). Every offset, length and count is checked against the
 // file size before it is used, so a malformed file gives an error, never a crash or a huge
 // allocation. Errors: kNotFound (no such file / key / tensor), kDataLoss (malformed or truncated),
 // kUnimplemented (another GGUF version or ggml type), kInvalidArgument (a key of the wrong type).
@@ -17,6 +18,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -34,6 +36,11 @@ enum class GgufType : uint32_t {
   kBool = 7, kString = 8, kArray = 9, kUint64 = 10, kInt64 = 11, kFloat64 = 12,
 };
 const char* gguf_type_name(GgufType type);  // "uint32", "string", ...
+
+// ggml's tensor type ids (ggml.h's enum ggml_type: F32 0, F16 1, Q4_0 2, ..., BF16 30) of the
+// DTypes starserve reads and writes; nullopt for any other id.
+std::optional<DType> dtype_from_ggml_type(uint32_t ggml_type);
+uint32_t ggml_type_of(DType dtype);
 
 // One metadata value. Unsigned integers are held as uint64_t, signed as int64_t, floats as double;
 // `type` (and GgufArray::element_type) keeps the stored width. Arrays hold their elements in one

@@ -20,7 +20,7 @@ struct TensorView {
   DType dtype = DType::kF32;
   std::vector<int64_t> shape;
   const std::byte* data = nullptr;  // bytes of little-endian elements, any alignment
-  size_t bytes = 0;                 // numel() * dtype_size(dtype)
+  size_t bytes = 0;                 // rows of dtype_row_bytes(dtype, shape.back()) each
   std::shared_ptr<const MappedFile> mapping;  // keeps `data` valid
 
   int64_t numel() const;
