@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model/test_files.h"
+#include "model/weights_helpers.h"
 #include "star/model/gguf.h"
 #include "star/model/model_loader.h"
 #include "star/model/synthetic_gguf.h"
@@ -45,11 +46,12 @@ SyntheticModelSpec wide_spec() {
 // swapped to [d/2, 2].
 std::vector<float> half_to_adjacent(const WeightTensor& w, int64_t heads) {
   const int64_t rows = w.shape[0], cols = w.shape[1], d = rows / heads;
+  const std::vector<float> values = testing::values_of(w);
   std::vector<float> out(static_cast<size_t>(rows * cols));
   for (int64_t h = 0; h < heads; ++h) {
     for (int64_t half = 0; half < 2; ++half) {
       for (int64_t i = 0; i < d / 2; ++i) {
-        std::copy_n(w.data + (h * d + half * (d / 2) + i) * cols, cols, out.data() + (h * d + 2 * i + half) * cols);
+        std::copy_n(values.data() + (h * d + half * (d / 2) + i) * cols, cols, out.data() + (h * d + 2 * i + half) * cols);
       }
     }
   }
@@ -59,7 +61,7 @@ std::vector<float> half_to_adjacent(const WeightTensor& w, int64_t heads) {
 // name in the GGUF file -> the HF model's weights in GGUF's stored order.
 std::map<std::string, std::vector<float>> hf_weights_by_gguf_name(const LoadedModel& hf) {
   const LlamaConfig& c = hf.config;
-  auto values = [](const WeightTensor& w) { return std::vector<float>(w.data, w.data + w.numel()); };
+  auto values = [](const WeightTensor& w) { return testing::values_of(w); };
   std::map<std::string, std::vector<float>> out;
   out["token_embd.weight"] = values(hf.weights.embed);
   out["output_norm.weight"] = values(hf.weights.final_norm);
@@ -234,7 +236,7 @@ TEST(SyntheticGguf, F32FileLoadsAsTheHfModel) {
 
   const std::map<std::string, std::vector<float>> expected = hf_weights_by_gguf_name(*hf);
   auto same = [&](const std::string& name, const WeightTensor& w) {
-    EXPECT_EQ(std::vector<float>(w.data, w.data + w.numel()), expected.at(name)) << name;
+    EXPECT_EQ(testing::values_of(w), expected.at(name)) << name;
   };
   same("token_embd.weight", gguf->weights.embed);
   same("output_norm.weight", gguf->weights.final_norm);
