@@ -1,8 +1,10 @@
 // cpu::matmul over weights of every stored type: up to kRowDotMaxRows activation rows it equals the
 // scalar row-dot kernel element by element (up to re-association); past it, and for the types
-// without a row-dot kernel, it equals sgemm on the dequantized weight (up to float rounding).
+// without a row-dot kernel at any row count, it equals sgemm on the dequantized weight (up to float
+// rounding).
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <random>
 
@@ -84,7 +86,8 @@ TEST(StoredMatmul, ManyRowsAndOtherTypesEqualSgemmOfTheDequantizedWeight) {
   for (DType type : kAllStoredTypes) {
     const Case c = random_case(type, m, k, rng);
     std::vector<int64_t> row_counts = {cpu::kRowDotMaxRows + 1, 19};
-    if (cpu::find_dot_kernel(type, cpu::Isa::kScalar) == nullptr) row_counts.push_back(1);
+    // Few rows of a type without a row-dot kernel: rows widened in L1, float32 dots.
+    if (cpu::find_dot_kernel(type, cpu::Isa::kScalar) == nullptr) row_counts.insert(row_counts.end(), {1, 3});
     for (int64_t n : row_counts) {
       for (bool accumulate : {false, true}) {
         const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);
@@ -98,6 +101,19 @@ TEST(StoredMatmul, ManyRowsAndOtherTypesEqualSgemmOfTheDequantizedWeight) {
               << dtype_name(type) << " n=" << n << " element " << e;
         }
       }
+    }
+  }
+}
+
+TEST(StoredMatmul, WidenedRowsAreDequantizeRowsBitForBit) {
+  std::mt19937 rng(24);
+  const int64_t m = 9, k = 512;
+  for (DType type : kAllStoredTypes) {
+    const Case c = random_case(type, m, k, rng);
+    std::vector<float> rows(static_cast<size_t>(3 * k));
+    cpu::dequantize_weight_rows(c.w, 5, 3, rows.data());
+    for (size_t e = 0; e < rows.size(); ++e) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(rows[e]), std::bit_cast<uint32_t>(c.w_hat[5 * k + e])) << dtype_name(type) << " " << e;
     }
   }
 }

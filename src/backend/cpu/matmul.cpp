@@ -9,6 +9,8 @@
 #include "star/backend/cpu/dot_kernels.h"
 #include "star/backend/cpu/gemm.h"
 #include "star/quant/dequantize.h"
+#include "quant/widen_rows.h"
+#include "simd.h"
 
 namespace star::cpu {
 namespace {
@@ -39,6 +41,38 @@ void matmul_row_dots(const float* x, int64_t n, const WeightTensor& w, const Dot
   }
 }
 
+float dot_f32(const float* a, const float* b, int64_t k) {
+  simd::Vec acc0{}, acc1{};
+  int64_t i = 0;
+  for (; i + 2 * simd::kLanes <= k; i += 2 * simd::kLanes) {
+    acc0 += simd::load(a + i) * simd::load(b + i);
+    acc1 += simd::load(a + i + simd::kLanes) * simd::load(b + i + simd::kLanes);
+  }
+  float sum = simd::reduce_add(acc0 + acc1);
+  for (; i < k; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+// Few activation rows and a type without a row-dot kernel (Q4_1, Q5_x, the K-quants): each weight
+// row is widened into an L1-sized buffer and dotted with the float32 activations, so the weight
+// is still read once in its stored form and never written back widened.
+void matmul_widened_rows(const float* x, int64_t n, const WeightTensor& w, float* y, bool accumulate) {
+  const int64_t k = w.cols(), m = w.rows();
+#pragma omp parallel
+  {
+    std::vector<float> row(static_cast<size_t>(k));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < m; ++r) {
+      dequantize_weight_rows(w, r, 1, row.data());
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = dot_f32(row.data(), x + i * k, k);
+        float& out = y[i * m + r];
+        out = accumulate ? out + v : v;
+      }
+    }
+  }
+}
+
 // Many activation rows: widen a tile of weight rows to float32, multiply it with sgemm into the
 // tile's columns of y, next tile.
 void matmul_widened_tiles(const float* x, int64_t n, const WeightTensor& w, float* y, bool accumulate) {
@@ -65,7 +99,9 @@ void matmul_widened_tiles(const float* x, int64_t n, const WeightTensor& w, floa
 
 void dequantize_weight_rows(const WeightTensor& w, int64_t first, int64_t count, float* out) {
   const std::byte* src = w.data + static_cast<size_t>(first) * w.row_bytes();
-  if (dtype_is_quantized(w.dtype)) {
+  if (w.dtype == DType::kQ6_K) {
+    for (int64_t r = 0; r < count; ++r) widen_q6_k_row(src + r * w.row_bytes(), w.cols(), out + r * w.cols());
+  } else if (dtype_is_quantized(w.dtype)) {
     quant::dequantize_rows(w.dtype, src, count, w.cols(), out);
   } else {
     convert_to_f32(w.dtype, src, static_cast<size_t>(count * w.cols()), out);
@@ -87,8 +123,10 @@ void matmul(const float* x, int64_t n, const WeightTensor& w, float* y, bool acc
   if (n <= kRowDotMaxRows) {
     if (const DotKernel* kernel = find_dot_kernel(w.dtype, best_isa())) {
       matmul_row_dots(x, n, w, *kernel, y, accumulate);
-      return;
+    } else {
+      matmul_widened_rows(x, n, w, y, accumulate);
     }
+    return;
   }
   matmul_widened_tiles(x, n, w, y, accumulate);
 }

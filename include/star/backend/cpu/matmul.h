@@ -7,10 +7,10 @@
 
 namespace star::cpu {
 
-// Up to this many activation rows a product runs the row-dot kernels of star/backend/cpu/
-// dot_kernels.h (weights read once, in their stored form); past it, tiles of the weight are
-// widened to float32 and multiplied with sgemm, where the arithmetic, not the weight bytes, is the
-// cost. Measured with star-bench on the `small` preset (2 threads).
+// Up to this many activation rows a product reads each weight row once, in its stored form: the
+// row-dot kernels of star/backend/cpu/dot_kernels.h where the type has one, else the row widened
+// in L1 and dotted in float32. Past it, tiles of the weight are widened to float32 and multiplied
+// with sgemm, where the arithmetic, not the weight bytes, is the cost.
 inline constexpr int64_t kRowDotMaxRows = 8;
 
 // y[n, m] = x[n, k] · w[m, k]^T, or y += ... when `accumulate`, where w is [m, k] of any DType.
