@@ -1,6 +1,7 @@
 #include "model_command.h"
 
 #include <CLI/CLI.hpp>
+#include <sys/resource.h>
 
 #include <chrono>
 #include <cstdio>
@@ -113,6 +114,10 @@ int run_model_command(const ModelCommandOptions& o) {
   const double prefill_gflops = prefill_flops / prefill / 1e9;
   const double mean_kv_bytes = cache.bytes_per_token() * (prompt_tokens + decode_tokens / 2.0);
   const double decode_gbps = (weight_bytes_read_per_token(llama.weights()) + mean_kv_bytes) * decode_tokens / decode / 1e9;
+  // Before the machine-rate measurements below, which allocate buffers of their own.
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const double peak_rss_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;
   const double sgemm = measure_sgemm_gflops(prompt_tokens, c.hidden_dim, c.dim);
   const double copy = measure_copy_gbps();
 
@@ -122,6 +127,7 @@ int run_model_command(const ModelCommandOptions& o) {
               static_cast<long long>(c.parameter_count()), static_cast<long long>(c.dim),
               static_cast<long long>(c.n_layers), static_cast<long long>(c.n_heads),
               static_cast<long long>(c.n_kv_heads), static_cast<long long>(c.vocab_size));
+  std::printf("peak RSS after prefill and decode: %.1f MiB\n", peak_rss_mib);
   std::printf("| measure | value | machine reference | fraction |\n|---|---|---|---|\n");
   std::printf("| prefill %lld tokens | %.1f tokens/s, %.1f GFLOP/s | sgemm %lldx%lldx%lld: %.1f GFLOP/s | %.0f%% |\n",
               static_cast<long long>(prompt_tokens), prompt_tokens / prefill, prefill_gflops,
