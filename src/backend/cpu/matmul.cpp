@@ -15,9 +15,10 @@
 namespace star::cpu {
 namespace {
 
-// Float32 bytes of one widened weight tile: small enough to stay in L2 while sgemm streams the
-// activations past it.
-constexpr int64_t kTileBytes = int64_t{1} << 19;
+// Float32 bytes of one widened weight tile. sgemm packs its operands itself, so the tile only
+// bounds the scratch memory; a large one keeps the number of sgemm calls (each with its thread
+// start-up) to one per matrix, the output projection aside.
+constexpr int64_t kTileBytes = int64_t{8} << 20;
 
 // Few activation rows: each weight row is read once, in its stored form, and dotted with every
 // activation row while it is in L1. Output rows are split across the OpenMP threads.
@@ -78,18 +79,21 @@ void matmul_widened_rows(const float* x, int64_t n, const WeightTensor& w, float
 void matmul_widened_tiles(const float* x, int64_t n, const WeightTensor& w, float* y, bool accumulate) {
   const int64_t k = w.cols(), m = w.rows();
   const int64_t tile_rows = std::clamp<int64_t>(kTileBytes / (k * static_cast<int64_t>(sizeof(float))), 16, m);
-  std::vector<float> tile(static_cast<size_t>(tile_rows * k));
+  // Reused across calls: a fresh allocation this size is a fresh mapping, page-faulted in each time.
+  thread_local std::vector<float> scratch;
+  scratch.resize(static_cast<size_t>(tile_rows * k));
+  float* const tile = scratch.data();  // the OpenMP workers' own thread_local would be empty
   const float beta = accumulate ? 1.f : 0.f;
   for (int64_t first = 0; first < m; first += tile_rows) {
     const int64_t rows = std::min(tile_rows, m - first);
 #pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) dequantize_weight_rows(w, first + r, 1, tile.data() + r * k);
+    for (int64_t r = 0; r < rows; ++r) dequantize_weight_rows(w, first + r, 1, tile + r * k);
     if (n == 1) {
       cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<blasint>(rows), static_cast<blasint>(k), 1.f,
-                  tile.data(), static_cast<blasint>(k), x, 1, beta, y + first, 1);
+                  tile, static_cast<blasint>(k), x, 1, beta, y + first, 1);
     } else {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(n), static_cast<blasint>(rows),
-                  static_cast<blasint>(k), 1.f, x, static_cast<blasint>(k), tile.data(),
+                  static_cast<blasint>(k), 1.f, x, static_cast<blasint>(k), tile,
                   static_cast<blasint>(k), beta, y + first, static_cast<blasint>(m));
     }
   }
