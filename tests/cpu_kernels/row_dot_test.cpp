@@ -15,9 +15,10 @@
 namespace star {
 namespace {
 
-const DType kRowDotTypes[] = {DType::kQ4_0, DType::kQ8_0, DType::kF16, DType::kBF16};
+const DType kRowDotTypes[] = {DType::kQ4_0, DType::kQ8_0, DType::kQ6_K, DType::kF16, DType::kBF16};
 
 std::vector<int64_t> row_lengths(DType type) {
+  if (dtype_block_elements(type) == quant::kSuperBlock) return {256, 512, 2048, 4352};
   if (dtype_is_quantized(type)) return {32, 64, 96, 2048, 4128};
   return {1, 15, 40, 100, 2048, 4099};
 }
@@ -47,11 +48,11 @@ double magnitude(const Row& r) {
   return m;
 }
 
-// Float additions in a kernel's sum: one per block (the integer block sums are exact) or one per
-// element, plus a few for the scale products and the final horizontal sum. Each can be off by 2^-24
-// of the running magnitude.
+// Float additions in a kernel's sum: one per 32-element activation block (the integer block sums
+// are exact) or one per element, plus a few for the scale products and the final horizontal sum.
+// Each can be off by 2^-24 of the running magnitude.
 double float_rounding(DType type, int64_t k, const Row& r) {
-  const double terms = static_cast<double>(k / dtype_block_elements(type)) + 8;
+  const double terms = static_cast<double>(dtype_is_quantized(type) ? k / quant::kLegacyBlock : k) + 8;
   return terms * std::ldexp(1.0, -24) * magnitude(r);
 }
 
@@ -141,7 +142,7 @@ TEST(RowDot, Q8_0ActivationsAreGgmlsRounding) {
 }
 
 TEST(RowDot, OnlyTheListedTypesHaveKernels) {
-  for (DType type : {DType::kF32, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+  for (DType type : {DType::kF32, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K, DType::kQ5_K}) {
     EXPECT_EQ(cpu::find_dot_kernel(type, cpu::Isa::kScalar), nullptr) << dtype_name(type);
   }
 }

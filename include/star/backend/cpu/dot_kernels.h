@@ -3,11 +3,12 @@
 //
 //   weight        activations   arithmetic
 //   Q4_0, Q8_0    Q8_0 blocks   int8 products summed exactly per block, then d_w·d_x·Σ in float
+//   Q6_K          Q8_0 blocks   the same, with Q6_K's 16-element sub-block scales inside the sum
 //   F16           float32       F16C widening + FMA
 //   BF16          BF16          bf16 pair products (vdpbf16ps), float sums
 //
 // Every kernel has a plain scalar version, the reference the vector ones are tested against.
-// The other block types have no row-dot kernel: matmul widens them to float32 tiles.
+// The other block types have no row-dot kernel: matmul widens their rows to float32.
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,7 @@
 // The reference row dots: integer sums exact per block, float accumulation in block order.
 #include <cstring>
 
+#include "q6_k_dot.h"
 #include "row_dots.h"
 #include "star/model/dtype.h"
 #include "star/quant/blocks.h"
@@ -69,6 +70,10 @@ float bf16_bf16_scalar(const std::byte* w, const std::byte* x, int64_t k) {
   float sum = 0.f;
   for (int64_t i = 0; i < k; ++i) sum += bf16_to_f32(u16_at(w, i)) * bf16_to_f32(u16_at(x, i));
   return sum;
+}
+
+float q6_k_q8_0_scalar(const std::byte* w, const std::byte* x, int64_t k) {
+  return q6_k_q8_0_dot(w, x, k, f16_to_f32);
 }
 
 }  // namespace star::cpu::row_dots
