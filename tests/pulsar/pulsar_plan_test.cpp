@@ -1,5 +1,5 @@
 // Pulsar Phase 1 plans: every pass checked token by token and position by position against inputs
-// written out by hand from ALGORITHMS.md's table, and prefix reuse checked against a direct assembly
+// written out by hand from docs/algorithms.md's table, and prefix reuse checked against a direct assembly
 // of [sink ‖ Σ0 ‖ … ‖ Σi-1 ‖ Bi] for random contexts.
 #include <algorithm>
 #include <numeric>
