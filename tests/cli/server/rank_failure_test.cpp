@@ -183,8 +183,10 @@ TEST(RankFailure, AFrozenRankZeroIsDetectedByTheWorkers) {
   const int exit_code = server.wait_exit(kExitBound);
   const double job_seconds = std::chrono::duration<double>(SteadyClock::now() - stopped).count();
   int client_status = 0;
-  const bool client_done = wait_until([&] { return ::waitpid(client, &client_status, WNOHANG) == client; },
-                                      std::chrono::seconds(20));
+  bool client_reaped = false;  // waitpid reaps once: the predicate must remember it
+  const bool client_done = wait_until(
+      [&] { return client_reaped = client_reaped || ::waitpid(client, &client_status, WNOHANG) == client; },
+      std::chrono::seconds(20));
   const double client_seconds = std::chrono::duration<double>(SteadyClock::now() - stopped).count();
   std::printf("frozen rank 0: mpirun exited (code %d) %.3f s after SIGSTOP; the client ended %.3f s after it\n",
               exit_code, job_seconds, client_seconds);
