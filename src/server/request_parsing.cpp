@@ -254,7 +254,8 @@ Result<CreateContextWork> parse_create_context_request(const v1::CreateContextRe
   }
   // At least one query token and one answer token must still fit.
   const int64_t tokens = static_cast<int64_t>(work.context_ids.size());
-  if (Status s = check_positions("context", tokens, 1, 1, config.max_position_embeddings); !s.ok()) return s;
+  const char* input_field = r.input_case() == v1::CreateContextRequest::kText ? "text" : "ids.ids";
+  if (Status s = check_positions(input_field, tokens, 1, 1, config.max_position_embeddings); !s.ok()) return s;
   if (r.reserve_tokens() < 0) {
     return invalid_argument("reserve_tokens: " + std::to_string(r.reserve_tokens()) +
                             " (must be >= 0; 0: the server's default)");
