@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
 # Installs what starserve needs on Debian 12, skipping what is already there. Idempotent and
 # non-interactive. Python packages are only for the test references (fixtures and client tests).
+# usage: setup.sh          everything: the tools, the test suite and its Python references
+#        setup.sh --demo   only what scripts/demo.sh builds and runs (no test or Python packages)
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config git
+  build-essential cmake pkg-config
   libopenmpi-dev openmpi-bin
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libspdlog-dev nlohmann-json3-dev libgtest-dev libgmock-dev libcli11-dev
+  libspdlog-dev nlohmann-json3-dev libcli11-dev
   libopenblas-dev libpcre2-dev libcpp-httplib-dev
-  python3 python3-pip python3-numpy python3-grpcio
 )
+demo_only=0
+if [ "${1:-}" = "--demo" ]; then
+  demo_only=1
+else
+  packages+=(git libgtest-dev libgmock-dev python3 python3-pip python3-numpy python3-grpcio)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -23,6 +30,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if [ "$demo_only" = "1" ]; then
+  echo "setup: ok (demo)"
+  exit 0
 fi
 
 # Test references for /usr/bin/python3 (Debian's interpreter): only when asked, they are large.

@@ -44,7 +44,7 @@ def main():
     parser.add_argument("--query", required=True)
     parser.add_argument("--max-tokens", type=int, default=0)
     parser.add_argument("--temperature", type=float, default=0.0)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, help="sampling seed (unset: the server draws one)")
     args = parser.parse_args()
 
     import grpc
@@ -54,7 +54,8 @@ def main():
         context = open(args.context_file, encoding="utf-8").read() if args.context_file else ""
         request = star_pb2.GenerateRequest(
             text=star_pb2.TextInput(context=context, query=args.query),
-            sampling=star_pb2.SamplingParams(temperature=args.temperature, seed=args.seed),
+            sampling=star_pb2.SamplingParams(temperature=args.temperature,
+                                             **({} if args.seed is None else {"seed": args.seed})),
             max_tokens=args.max_tokens,
         )
         metadata = [("authorization", "Bearer " + args.api_key)] if args.api_key else []

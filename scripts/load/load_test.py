@@ -15,6 +15,9 @@ Against a running server:
   /usr/bin/python3 scripts/load/load_test.py --server 127.0.0.1:50051 --clients 32 --requests 50
 Or let the script start `mpirun -np 2 build/star-server` on a tiny star-mkmodel model and stop it:
   /usr/bin/python3 scripts/load/load_test.py --launch --build build --ranks 2 --clients 32 --requests 50
+Short and long contexts under a configured block size (star, 512-token blocks: contexts with fewer
+blocks than ranks and with several blocks per rank):
+  /usr/bin/python3 scripts/load/load_test.py --launch --mixed-contexts --prompts 10 --clients 32 --requests 50
   /usr/bin/python3 scripts/load/load_test.py --launch --server-arg=--queue-size=4 --expect-rejections
 
 --protocol http speaks the OpenAI completions API (POST /v1/completions, `stream` true or false)
@@ -39,12 +42,20 @@ MPIRUN_FLAGS = ["--oversubscribe", "--allow-run-as-root", "--mca", "btl", "self,
                 "lo", "--mca", "oob_tcp_if_include", "lo"]
 
 
-def prompts(count):
-    """(context, query) pairs: some with a short context, some without."""
+# --mixed-contexts: context lengths in note lines (a few dozen tokens each with the tiny model's
+# tokenizer): none, one short line, and contexts of about one to several blocks of 512 tokens, so
+# that a server with a configured block size sees contexts with fewer blocks than ranks and with
+# more.
+MIXED_CONTEXT_LINES = [0, 1, 12, 40, 80]
+
+
+def prompts(count, mixed_contexts=False):
+    """(context, query) pairs: some with a short context, some without (or, mixed, short and long)."""
     out = []
     for i in range(count):
-        context = "" if i % 3 == 0 else "".join(
-            f"Note {i}.{j}: the quick brown fox jumps over the lazy dog near river {i}.\n" for j in range(1 + i % 5))
+        lines = MIXED_CONTEXT_LINES[i % len(MIXED_CONTEXT_LINES)] if mixed_contexts else (0 if i % 3 == 0 else 1 + i % 5)
+        context = "".join(f"Note {i}.{j}: the quick brown fox jumps over the lazy dog near river {i}.\n"
+                          for j in range(lines))
         out.append((context, f"What happened at river {i}?"))
     return out
 
@@ -181,8 +192,8 @@ def percentile(values, p):
 
 def launch_server(args, work):
     model = os.path.join(work, "model")
-    subprocess.run([os.path.join(args.build, "star-mkmodel"), "--out", model, "--preset", "tiny", "--seed", "1"],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([os.path.join(args.build, "star-mkmodel"), "--out", model, "--preset", "tiny", "--seed", "1",
+                    "--max-positions", "16384"], check=True, stdout=subprocess.DEVNULL)
     port_file = os.path.join(work, "port")
     log = open(os.path.join(work, "server.log"), "w")
     command = ["mpirun"] + MPIRUN_FLAGS + ["-np", str(args.ranks), os.path.join(args.build, "star-server"),
@@ -208,7 +219,7 @@ def stop_server(process, rank0_pid):
 
 
 def run(args, make_client):
-    cases = prompts(args.prompts)
+    cases = prompts(args.prompts, args.mixed_contexts)
     client = make_client()
     expected = []
     for context, query in cases:
@@ -295,6 +306,8 @@ def main():
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--requests", type=int, default=50, help="per client")
     parser.add_argument("--prompts", type=int, default=8, help="distinct prompts")
+    parser.add_argument("--mixed-contexts", action="store_true",
+                        help="contexts from none to a few thousand tokens (with --launch: star, --block-size 512)")
     parser.add_argument("--max-tokens", type=int, default=16)
     parser.add_argument("--stream", choices=["on", "off", "mixed"], default="mixed", help="HTTP: `stream` field")
     parser.add_argument("--timeout", type=float, default=300, help="seconds; a request not answered by then is lost")
@@ -308,6 +321,8 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         server = None
         if args.launch:
+            if args.mixed_contexts:
+                args.server_arg = ["--attention=star", "--block-size=512"] + args.server_arg
             server, args.server, rank0_pid = launch_server(args, work)
         try:
             if args.protocol == "grpc":

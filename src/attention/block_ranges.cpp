@@ -8,6 +8,7 @@ namespace star {
 
 TokenRange BlockLayout::shard(int rank) const {
   const BlockRun run = rank_runs.at(static_cast<size_t>(rank));
+  if (blocks.empty()) return {0, 0};
   if (run.empty()) {
     const int64_t at = run.first < static_cast<int>(blocks.size()) ? blocks[run.first].begin
                                                                   : blocks.back().end;
@@ -17,9 +18,9 @@ TokenRange BlockLayout::shard(int rank) const {
 }
 
 Result<BlockLayout> split_into_blocks(int64_t context_tokens, int64_t block_size, int n_ranks) {
-  if (context_tokens < 1) {
+  if (context_tokens < 0) {
     return invalid_argument("context has " + std::to_string(context_tokens) +
-                            " tokens; a plan needs at least 1");
+                            " tokens; a plan needs at least 0");
   }
   if (context_tokens > std::numeric_limits<int32_t>::max()) {
     return invalid_argument("context has " + std::to_string(context_tokens) +
@@ -31,6 +32,13 @@ Result<BlockLayout> split_into_blocks(int64_t context_tokens, int64_t block_size
   if (block_size < 0) {
     return invalid_argument("block_size = " + std::to_string(block_size) +
                             " must be >= 0 (0: ceil(L / ranks))");
+  }
+  if (context_tokens == 0) {
+    // No blocks: every rank holds the empty shard [0, 0) and rank 0 hosts the query.
+    BlockLayout layout;
+    layout.block_size = block_size;
+    layout.rank_runs.assign(static_cast<size_t>(n_ranks), BlockRun{});
+    return layout;
   }
   const int64_t b = block_size > 0 ? block_size : (context_tokens + n_ranks - 1) / n_ranks;
   const int64_t n = (context_tokens + b - 1) / b;

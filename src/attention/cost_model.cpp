@@ -119,6 +119,10 @@ Result<Phase1Cost> phase1_cost(const LlamaConfig& model, int64_t context_tokens,
   if (Status s = check_model_shape(model); !s.ok()) return s;
   if (Status s = check_kv_dtype(kv_dtype, model.head_dim); !s.ok()) return s;
   if (Status s = validate_attention_config(config); !s.ok()) return s;
+  if (context_tokens < 1) {
+    return invalid_argument("context_tokens: " + std::to_string(context_tokens) +
+                            " (Phase 1 has nothing to cost for an empty context)");
+  }
   const std::string& algorithm = config.algorithm;
   const bool whole_context = algorithm == "dense" || algorithm == "streaming";
   Result<BlockLayout> layout_or =

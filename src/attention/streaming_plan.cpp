@@ -23,6 +23,8 @@ Result<BlockPlan> build_streaming_plan(std::span<const int32_t> context_ids, int
   plan.ranks.resize(static_cast<size_t>(n_ranks));
   for (RankPlan& rank : plan.ranks) rank.shard = {context_tokens, context_tokens};
 
+  plan.ranks[0].shard = {0, context_tokens};
+  if (context_tokens == 0) return plan;
   EncodeStep step;
   step.kind = EncodeStep::Kind::kEncodeBlock;
   step.block_index = 0;
@@ -30,7 +32,6 @@ Result<BlockPlan> build_streaming_plan(std::span<const int32_t> context_ids, int
   step.positions.resize(context_ids.size());
   for (size_t t = 0; t < context_ids.size(); ++t) step.positions[t] = static_cast<int32_t>(t);
   plan.ranks[0].steps.push_back(std::move(step));
-  plan.ranks[0].shard = {0, context_tokens};
   return plan;
 }
 

@@ -55,10 +55,7 @@ Result<std::vector<T>> gather_one(Communicator& comm, T value) {
 Result<EncodedContext> encode_request_context(const RuntimeModel& model, Communicator& comm,
                                               std::span<const int32_t> context_ids, const AttentionConfig& attention,
                                               int64_t reserve_tokens, const BlockProgress& progress) {
-  // An empty context has nothing to split: every algorithm degenerates to dense.
-  AttentionConfig effective = attention;
-  if (context_ids.empty()) effective.algorithm = "dense";
-  Result<BlockPlan> plan = build_block_plan(context_ids, comm.size(), effective);
+  Result<BlockPlan> plan = build_block_plan(context_ids, comm.size(), attention);
   if (!plan.ok()) return plan.status();
 
   EncodedContext out;

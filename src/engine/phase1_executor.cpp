@@ -42,8 +42,13 @@ Result<Phase1Stats> encode_context(EngineModel& model, const BlockPlan& plan, Co
   double communication = 0;
   const RankPlan& mine = plan.ranks[comm.rank()];
 
+  // A rank with an empty ring segment still runs its step (it forwards its neighbours' K/V) but
+  // encodes no block, so it reports no progress.
+  const auto encodes_a_block = [](const EncodeStep& s) {
+    return s.kind != EncodeStep::Kind::kExtendPrefix && !s.token_ids.empty();
+  };
   int total_blocks = 0;
-  for (const EncodeStep& s : mine.steps) total_blocks += s.kind != EncodeStep::Kind::kExtendPrefix;
+  for (const EncodeStep& s : mine.steps) total_blocks += encodes_a_block(s);
   Result<std::unique_ptr<KvShard>> prefix = model.new_shard(0);
   if (!prefix.ok()) return prefix.status();
   Phase1Stats stats;
@@ -62,7 +67,7 @@ Result<Phase1Stats> encode_context(EngineModel& model, const BlockPlan& plan, Co
     if (!r.ok()) return r.status();
     communication += (*attention)->communication_cpu_seconds();
     stats.tokens_processed += static_cast<int64_t>(step.token_ids.size());
-    if (step.kind != EncodeStep::Kind::kExtendPrefix) {
+    if (encodes_a_block(step)) {
       ++done;
       if (progress) progress(step.block_index, done, total_blocks);
     }

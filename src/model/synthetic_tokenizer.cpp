@@ -10,7 +10,7 @@
 namespace star {
 namespace {
 
-// Llama 3's pre-tokenizer pattern (ALGORITHMS.md); it needs Unicode classes and a lookahead.
+// Llama 3's pre-tokenizer pattern (docs/algorithms.md); it needs Unicode classes and a lookahead.
 constexpr const char* kLlama3Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 

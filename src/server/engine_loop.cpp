@@ -35,6 +35,7 @@ ChannelEvent cancelled_before_start(const Job& job) {
     summary.finish_reason = FinishReason::kCancelled;
     summary.prompt_tokens = static_cast<int64_t>(work->context_ids.size() + work->query_ids.size());
     summary.queue_seconds = seconds_between(job.accepted, Clock::now());
+    summary.seed = work->generation.sampling.seed;
     return summary;
   }
   return Status(StatusCode::kCancelled, "cancelled before Phase 1 started");
@@ -92,6 +93,7 @@ Status EngineLoop::run_generate(Job& job, GenerateWork& work) {
   GenerateSummary summary;
   summary.queue_seconds = seconds_between(job.accepted, Clock::now());
   summary.prompt_tokens = static_cast<int64_t>(work.query_ids.size());
+  summary.seed = work.generation.sampling.seed;
 
   EngineCommand command;
   command.op = EngineCommand::Op::kGenerate;

@@ -8,11 +8,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
-#include <mutex>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -149,14 +148,25 @@ struct RankMonitor::State {
   };
 
   std::chrono::milliseconds timeout{};
+  std::chrono::milliseconds interval{};
   std::function<void(const std::string&)> on_lost;
   std::vector<Peer> peers;
   std::atomic<bool> stop{false};
   std::thread watcher;
 
+  // The goodbye tells every worker that the connection closing next is not rank 0 failing.
   ~State() {
     for (Peer& p : peers) {
-      if (p.fd >= 0) ::close(p.fd);
+      if (p.fd < 0) continue;
+      if (!p.closed) send_all(p.fd, &kGoodbye, 1);
+      ::close(p.fd);
+    }
+  }
+
+  // Rank 0's own beat, so that the workers notice a rank 0 that froze (SIGSTOP, a hung host).
+  void beat_all() {
+    for (Peer& p : peers) {
+      if (!p.closed) send_all(p.fd, &kBeat, 1);
     }
   }
 
@@ -188,7 +198,12 @@ struct RankMonitor::State {
   }
 
   void watch() {
+    auto last_beat = SteadyClock::now();
     while (!stop.load()) {
+      if (SteadyClock::now() - last_beat >= interval) {
+        beat_all();
+        last_beat = SteadyClock::now();
+      }
       std::vector<pollfd> waiting;
       std::vector<Peer*> watched;
       for (Peer& p : peers) {
@@ -197,7 +212,7 @@ struct RankMonitor::State {
         watched.push_back(&p);
       }
       if (watched.empty()) return;
-      ::poll(waiting.data(), waiting.size(), kPollMilliseconds);
+      ::poll(waiting.data(), waiting.size(), static_cast<int>(std::min<int64_t>(kPollMilliseconds, interval.count())));
       const auto now = SteadyClock::now();
       for (Peer* p : watched) {
         if (std::string why = check(*p, now); !why.empty()) {
@@ -229,10 +244,11 @@ Result<std::unique_ptr<RankMonitor>> RankMonitor::start(Communicator& comm, std:
   std::random_device entropy;
   const uint64_t token = (uint64_t{entropy()} << 32) | entropy();
   const int64_t interval_ms = std::max<int64_t>(timeout.count() / 5, 10);
+  state->interval = std::chrono::milliseconds(interval_ms);
   std::string setup;
   if (listener.ok()) {
     setup = (host.empty() ? this_host() : host) + " " + std::to_string(port) + " " + std::to_string(token) + " " +
-            std::to_string(interval_ms);
+            std::to_string(interval_ms) + " " + std::to_string(timeout.count());
   }
   if (Status s = broadcast_string(comm, setup, 0); !s.ok()) return s;
   Result<bool> connected = all_ok(comm, listener.ok());
@@ -283,38 +299,74 @@ RankMonitor::~RankMonitor() {
 struct RankHeartbeat::State {
   int fd = -1;
   std::chrono::milliseconds interval{};
-  std::mutex mutex;
-  std::condition_variable wake;
-  bool stop = false;
+  std::chrono::milliseconds timeout{};
+  std::function<void(const std::string&)> on_rank0_lost;
+  std::atomic<bool> stop{false};
   std::thread beater;
 
   ~State() {
     if (fd >= 0) ::close(fd);
   }
 
+  // Returns why rank 0 is lost, or "" while it is heard (or said goodbye: then `leaving`).
+  std::string listen(SteadyClock::time_point& last_heard, bool& leaving) {
+    char buffer[256];
+    const auto now = SteadyClock::now();
+    for (;;) {
+      const ssize_t n = ::recv(fd, buffer, sizeof(buffer), MSG_DONTWAIT);
+      if (n > 0) {
+        last_heard = now;
+        if (std::memchr(buffer, kGoodbye, static_cast<size_t>(n)) != nullptr) leaving = true;
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      if (leaving) return "";
+      return "rank 0 is lost: its heartbeat connection closed without a goodbye (the process died)";
+    }
+    if (leaving) return "";
+    const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_heard);
+    if (silent > timeout) {
+      return "rank 0 is lost: no heartbeat for " + std::to_string(silent.count()) + " ms (--rank-timeout " +
+             std::to_string(timeout.count()) + " ms; it is stopped, hung or unreachable)";
+    }
+    return "";
+  }
+
+  // Beats every `interval` and listens for rank 0's beats in between.
   void beat() {
-    std::unique_lock lock(mutex);
-    while (!wake.wait_for(lock, interval, [&] { return stop; })) {
-      if (!send_all(fd, &kBeat, 1)) {
-        // Rank 0 is gone; mpirun ends this job, nothing to report to.
-        spdlog::debug("heartbeat: rank 0 no longer reads");
+    auto last_heard = SteadyClock::now();
+    auto last_beat = SteadyClock::time_point{};
+    bool leaving = false;
+    while (!stop.load()) {
+      if (SteadyClock::now() - last_beat >= interval) {
+        if (!send_all(fd, &kBeat, 1) && !leaving && !stop.load()) {
+          on_rank0_lost("rank 0 is lost: its heartbeat connection is broken (" + errno_text() + ")");
+          return;
+        }
+        last_beat = SteadyClock::now();
+      }
+      pollfd waiting{fd, POLLIN, 0};
+      ::poll(&waiting, 1, static_cast<int>(std::min<int64_t>(kPollMilliseconds, interval.count())));
+      if (stop.load()) return;
+      if (std::string why = listen(last_heard, leaving); !why.empty()) {
+        on_rank0_lost(why);
         return;
       }
+      if (leaving) return;  // rank 0 is stopping this job cleanly
     }
   }
 
   void stop_beating() {
-    {
-      std::lock_guard lock(mutex);
-      stop = true;
-    }
-    wake.notify_all();
+    stop.store(true);
     if (beater.joinable()) beater.join();
   }
 };
 
-Result<std::unique_ptr<RankHeartbeat>> RankHeartbeat::start(Communicator& comm) {
+Result<std::unique_ptr<RankHeartbeat>> RankHeartbeat::start(Communicator& comm,
+                                                            std::function<void(const std::string&)> on_rank0_lost) {
   auto state = std::make_unique<State>();
+  state->on_rank0_lost = std::move(on_rank0_lost);
   std::string setup;
   if (Status s = broadcast_string(comm, setup, 0); !s.ok()) return s;
   std::istringstream fields(setup);
@@ -322,14 +374,16 @@ Result<std::unique_ptr<RankHeartbeat>> RankHeartbeat::start(Communicator& comm) 
   int port = 0;
   uint64_t token = 0;
   int64_t interval_ms = 0;
+  int64_t timeout_ms = 0;
   Status connected = ok_status();
-  if (!(fields >> host >> port >> token >> interval_ms)) {
+  if (!(fields >> host >> port >> token >> interval_ms >> timeout_ms)) {
     connected = unavailable("rank monitor: rank 0 could not listen");
   } else if (Result<int> fd = connect_to(host, port); !fd.ok()) {
     connected = fd.status();
   } else {
     state->fd = *fd;
     state->interval = std::chrono::milliseconds(interval_ms);
+    state->timeout = std::chrono::milliseconds(timeout_ms);
     const Hello hello{comm.rank(), static_cast<int32_t>(::getpid()), token};
     if (!send_all(state->fd, &hello, sizeof(hello))) connected = unavailable("rank monitor: cannot reach rank 0");
   }

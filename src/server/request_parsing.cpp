@@ -1,5 +1,8 @@
 #include "star/server/request_parsing.h"
 
+#include <algorithm>
+#include <random>
+
 #include "star/attention/plan_builder.h"
 #include "star/engine/inference.h"
 #include "star/server/proto_convert.h"
@@ -10,24 +13,28 @@ namespace {
 
 std::vector<int32_t> to_ids(const google::protobuf::RepeatedField<int32_t>& ids) { return {ids.begin(), ids.end()}; }
 
-// Plans the context as Phase 1 will (an empty context runs dense, as in encode_request_context):
-// catches what the algorithm cannot do with this context on these ranks.
-Result<BlockPlan> check_plan(std::span<const int32_t> context_ids, const AttentionConfig& attention, int ranks) {
-  AttentionConfig effective = attention;
-  if (context_ids.empty()) effective.algorithm = "dense";
-  Result<BlockPlan> plan = build_block_plan(context_ids, ranks, effective);
-  if (!plan.ok()) return invalid_argument("attention: " + plan.status().message());
-  return plan;
+// Plans the context as Phase 1 will: catches what the algorithm cannot do with this context on
+// these ranks. The message names the request's `attention` only when the request set it; otherwise
+// the fault is in the server's own configuration.
+Result<BlockPlan> check_plan(std::span<const int32_t> context_ids, const AttentionConfig& attention, int ranks,
+                             bool request_set_attention) {
+  Result<BlockPlan> plan = build_block_plan(context_ids, ranks, attention);
+  if (plan.ok()) return plan;
+  if (request_set_attention) return invalid_argument("attention: " + plan.status().message());
+  return invalid_argument("the server's attention configuration (--attention, --config) cannot run this request: " +
+                          plan.status().message());
 }
 
 std::string text_of(int64_t value) { return std::to_string(value); }
 
-Status check_context_tokens(const char* field, size_t tokens, const RequestDefaults& defaults) {
+// `what`: "context" for a context, "prompt" for a query that has no separate context (it is then
+// the whole prompt, bounded all the same).
+Status check_context_tokens(const char* field, size_t tokens, const RequestDefaults& defaults,
+                            const char* what = "context") {
   const int64_t limit = defaults.limits.max_context_tokens;
   if (limit <= 0 || static_cast<int64_t>(tokens) <= limit) return ok_status();
-  return invalid_argument(std::string(field) + ": " + text_of(static_cast<int64_t>(tokens)) +
-                          " context tokens exceed the server's limit of " + text_of(limit) +
-                          " (--max-context-tokens)");
+  return invalid_argument(std::string(field) + ": " + text_of(static_cast<int64_t>(tokens)) + " " + what +
+                          " tokens exceed the server's limit of " + text_of(limit) + " (--max-context-tokens)");
 }
 
 Status check_stop_strings(const v1::GenerateRequest& r, const ServerLimits& limits) {
@@ -60,6 +67,32 @@ Status check_positions(const char* field, int64_t context, int64_t query, int64_
                           std::to_string(positions) + " positions");
 }
 
+// max_tokens once the prompt's size is known. A request's own max_tokens must fit in the window
+// (the error names `max_tokens`: lowering it helps). The server's default (--max-tokens) is no
+// request field: it shrinks to the room left, and only a prompt that leaves no room at all is
+// refused, naming the prompt's field.
+Status resolve_max_tokens(const v1::GenerateRequest& r, const RequestDefaults& defaults, const char* prompt_field,
+                          int64_t context, int64_t query, GenerationOptions& g) {
+  const int64_t positions = defaults.model.llama->config().max_position_embeddings;
+  if (r.max_tokens() != 0) return check_positions("max_tokens", context, query, r.max_tokens(), positions);
+  const int64_t room = positions - context - query;
+  if (room < 1) {
+    return invalid_argument(std::string(prompt_field) + ": " + text_of(context) + " context + " + text_of(query) +
+                            " query tokens leave no room for an answer in the model's " + text_of(positions) +
+                            " positions");
+  }
+  g.max_tokens = std::min(defaults.max_tokens, room);
+  return ok_status();
+}
+
+// An unset seed draws a fresh one per request (as the OpenAI shim and vLLM do); the summary reports
+// the seed used, so any answer can be replayed.
+uint64_t request_seed(const v1::SamplingParams& sampling) {
+  if (sampling.has_seed()) return sampling.seed();
+  static thread_local std::mt19937_64 fresh(std::random_device{}());
+  return fresh();
+}
+
 Result<GenerationOptions> generation_options(const v1::GenerateRequest& r, const RequestDefaults& defaults) {
   GenerationOptions g;
   if (r.max_tokens() < 0) {
@@ -73,7 +106,7 @@ Result<GenerationOptions> generation_options(const v1::GenerateRequest& r, const
   g.sampling.temperature = r.sampling().temperature();
   g.sampling.top_k = r.sampling().top_k();
   g.sampling.top_p = r.sampling().has_top_p() ? r.sampling().top_p() : 1.f;
-  g.sampling.seed = r.sampling().seed();
+  g.sampling.seed = request_seed(r.sampling());
   if (Status s = validate_sampling(g.sampling); !s.ok()) return s;
   if (Status s = check_stop_strings(r, defaults.limits); !s.ok()) return s;
   g.stop_strings.assign(r.stop().begin(), r.stop().end());
@@ -117,6 +150,7 @@ Result<GenerateWork> parse_generate_request(const v1::GenerateRequest& r, const 
   const Tokenizer& tokenizer = *defaults.model.tokenizer;
   const LlamaConfig& config = defaults.model.llama->config();
   GenerateWork work;
+  const char* prompt_field = "";
   Result<GenerationOptions> generation = generation_options(r, defaults);
   if (!generation.ok()) return generation.status();
   work.generation = std::move(*generation);
@@ -127,16 +161,29 @@ Result<GenerateWork> parse_generate_request(const v1::GenerateRequest& r, const 
       if (!r.text().context().empty()) work.context_ids = tokenizer.encode(r.text().context(), {.add_bos = true});
       if (Status s = check_context_tokens("text.context", work.context_ids.size(), defaults); !s.ok()) return s;
       work.query_ids = tokenizer.encode(r.text().query(), {.add_bos = r.text().context().empty()});
+      if (work.context_ids.empty()) {
+        if (Status s = check_context_tokens("text.query", work.query_ids.size(), defaults, "prompt"); !s.ok()) {
+          return s;
+        }
+      }
+      prompt_field = work.context_ids.empty() ? "text.query" : "text.context";
       break;
     case v1::GenerateRequest::kTokens:
       if (r.tokens().query_ids().empty()) return invalid_argument("tokens.query_ids: empty");
       if (Status s = check_context_tokens("tokens.context_ids", r.tokens().context_ids_size(), defaults); !s.ok()) {
         return s;
       }
+      if (r.tokens().context_ids().empty()) {
+        if (Status s = check_context_tokens("tokens.query_ids", r.tokens().query_ids_size(), defaults, "prompt");
+            !s.ok()) {
+          return s;
+        }
+      }
       work.context_ids = to_ids(r.tokens().context_ids());
       work.query_ids = to_ids(r.tokens().query_ids());
       if (Status s = check_token_ids("tokens.context_ids", work.context_ids, config.vocab_size); !s.ok()) return s;
       if (Status s = check_token_ids("tokens.query_ids", work.query_ids, config.vocab_size); !s.ok()) return s;
+      prompt_field = work.context_ids.empty() ? "tokens.query_ids" : "tokens.context_ids";
       break;
     case v1::GenerateRequest::kSession: {
       const v1::SessionInput& session = r.session();
@@ -156,8 +203,10 @@ Result<GenerateWork> parse_generate_request(const v1::GenerateRequest& r, const 
       }
       std::optional<ContextEntry> entry = contexts.find(session.context_id());
       if (!entry) return not_found("session.context_id: no context '" + session.context_id() + "'");
-      if (Status s = check_positions("session", entry->tokens(), static_cast<int64_t>(work.query_ids.size()),
-                                     work.generation.max_tokens, config.max_position_embeddings);
+      const char* query_field = session.query_case() == v1::SessionInput::kQueryText ? "session.query_text"
+                                                                                     : "session.query_ids";
+      if (Status s = resolve_max_tokens(r, defaults, query_field, entry->tokens(),
+                                        static_cast<int64_t>(work.query_ids.size()), work.generation);
           !s.ok()) {
         return s;
       }
@@ -168,12 +217,17 @@ Result<GenerateWork> parse_generate_request(const v1::GenerateRequest& r, const 
       return invalid_argument("input: set one of text, tokens or session");
   }
 
+  if (Status s = resolve_max_tokens(r, defaults, prompt_field, static_cast<int64_t>(work.context_ids.size()),
+                                    static_cast<int64_t>(work.query_ids.size()), work.generation);
+      !s.ok()) {
+    return s;
+  }
   Result<AttentionConfig> attention = request_attention(r.has_attention(), r.attention(), defaults.attention);
   if (!attention.ok()) return attention.status();
   work.attention = *attention;
   const InferenceRequest request{work.context_ids, work.query_ids, work.attention, work.generation};
   if (Status s = validate_request(config, request); !s.ok()) return s;
-  Result<BlockPlan> plan = check_plan(work.context_ids, work.attention, defaults.ranks);
+  Result<BlockPlan> plan = check_plan(work.context_ids, work.attention, defaults.ranks, r.has_attention());
   if (!plan.ok()) return plan.status();
   work.context_blocks = static_cast<int>(plan->blocks.size());
   return work;
@@ -200,7 +254,8 @@ Result<CreateContextWork> parse_create_context_request(const v1::CreateContextRe
   }
   // At least one query token and one answer token must still fit.
   const int64_t tokens = static_cast<int64_t>(work.context_ids.size());
-  if (Status s = check_positions("context", tokens, 1, 1, config.max_position_embeddings); !s.ok()) return s;
+  const char* input_field = r.input_case() == v1::CreateContextRequest::kText ? "text" : "ids.ids";
+  if (Status s = check_positions(input_field, tokens, 1, 1, config.max_position_embeddings); !s.ok()) return s;
   if (r.reserve_tokens() < 0) {
     return invalid_argument("reserve_tokens: " + std::to_string(r.reserve_tokens()) +
                             " (must be >= 0; 0: the server's default)");
@@ -210,7 +265,7 @@ Result<CreateContextWork> parse_create_context_request(const v1::CreateContextRe
   Result<AttentionConfig> attention = request_attention(r.has_attention(), r.attention(), defaults.attention);
   if (!attention.ok()) return attention.status();
   work.attention = *attention;
-  Result<BlockPlan> plan = check_plan(work.context_ids, work.attention, defaults.ranks);
+  Result<BlockPlan> plan = check_plan(work.context_ids, work.attention, defaults.ranks, r.has_attention());
   if (!plan.ok()) return plan.status();
   work.context_blocks = static_cast<int>(plan->blocks.size());
   const std::vector<int64_t> rank_bytes = context_rank_bytes(*plan, defaults.model.engine->kv_bytes_per_token());

@@ -12,7 +12,7 @@ namespace star::server {
 
 namespace {
 
-constexpr int kSignals[] = {SIGTERM, SIGINT};
+constexpr int kSignals[] = {SIGTERM, SIGINT, SIGUSR1};
 constexpr unsigned char kStopWatcher = 0;  // no signal has number 0
 
 std::atomic<int> g_write_fd{-1};

@@ -1,6 +1,8 @@
 #include "star/server/star_server.h"
 
+#include <algorithm>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -18,6 +20,10 @@ constexpr std::chrono::seconds kCallGrace{2};
 // Time a failing server gives the answers already handed to gRPC to reach the wire (calls that
 // never end, like the health service's watches, are cut then).
 constexpr std::chrono::milliseconds kFlushAnswers{200};
+
+int grpc_receive_limit(int64_t max_request_bytes) {
+  return static_cast<int>(std::min<int64_t>(2 * max_request_bytes, std::numeric_limits<int>::max()));
+}
 
 Result<std::string> read_pem(const char* field, const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -59,15 +65,22 @@ Result<std::unique_ptr<StarServer>> StarServer::start(const ServerOptions& optio
   grpc::ServerBuilder builder;
   // Without this, a second server could bind the same port and split the traffic.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  // Contexts sent as text or token ids can be long; gRPC's 4 MB default would cut them off.
-  builder.SetMaxReceiveMessageSize(static_cast<int>(options.limits.max_request_bytes));
+  // Contexts sent as text or token ids can be long; gRPC's 4 MB default would cut them off. gRPC
+  // itself refuses messages past twice the limit (RESOURCE_EXHAUSTED, before reading them); the
+  // handlers refuse those past the limit with INVALID_ARGUMENT, which tells a client that retrying
+  // cannot help.
+  builder.SetMaxReceiveMessageSize(grpc_receive_limit(options.limits.max_request_bytes));
   builder.AddListeningPort(options.listen_address, *credentials, &server->port_);
   builder.RegisterService(&server->service_);
   server->server_ = builder.BuildAndStart();
   if (!server->server_ || server->port_ == 0) {
     return unavailable("cannot listen on '" + options.listen_address + "' (a bad address, or the port is in use)");
   }
-  server->server_->GetHealthCheckService()->SetServingStatus(false);
+  // Health answers for the whole server ("") and by service name; SetServingStatus(bool) later
+  // flips every name registered here.
+  grpc::HealthCheckServiceInterface& health = *server->server_->GetHealthCheckService();
+  health.SetServingStatus("", false);
+  health.SetServingStatus(v1::StarService::service_full_name(), false);
   return server;
 }
 

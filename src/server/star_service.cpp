@@ -37,10 +37,41 @@ grpc::Status cancelled_status(CancelReason reason) {
   return grpc::Status::OK;
 }
 
-// The status a call ends with after the job's final event.
+// Whether the job's final event says it was cut short (before or during its work).
+bool cut_short(const ChannelEvent& event) {
+  if (const Status* error = std::get_if<Status>(&event)) return error->code() == StatusCode::kCancelled;
+  if (const auto* summary = std::get_if<GenerateSummary>(&event)) {
+    return summary->finish_reason == FinishReason::kCancelled;
+  }
+  return false;
+}
+
+// A job cut by the server's shutdown ends UNAVAILABLE (try again, elsewhere or later) with no final
+// answer: a client must not take a truncated answer for a finished one.
+bool cut_by_shutdown(const ChannelEvent& event, CancelReason reason) {
+  return reason == CancelReason::kShutdown && cut_short(event);
+}
+
+// The status a call ends with after the job's final event. A job cut short ends with the reason it
+// was cut for (a client cancel CANCELLED, the shutdown UNAVAILABLE), whichever event it ended on.
 grpc::Status final_status(const ChannelEvent& event, CancelReason reason) {
-  if (const Status* error = std::get_if<Status>(&event)) return to_grpc_status(*error);
+  if (const Status* error = std::get_if<Status>(&event)) {
+    if (cut_short(event) && reason != CancelReason::kNone && reason != CancelReason::kAbort) {
+      return cancelled_status(reason);
+    }
+    return to_grpc_status(*error);
+  }
   return cancelled_status(reason);
+}
+
+// Past --max-request-bytes (and within gRPC's own cap, see StarServer::start). No field is to
+// blame, and a retry of the same request cannot succeed: INVALID_ARGUMENT.
+grpc::Status check_request_size(const google::protobuf::Message& request, int64_t limit) {
+  const auto bytes = static_cast<int64_t>(request.ByteSizeLong());
+  if (bytes <= limit) return grpc::Status::OK;
+  return {grpc::StatusCode::INVALID_ARGUMENT, "the request is " + std::to_string(bytes) +
+                                                  " bytes, more than the server's limit of " + std::to_string(limit) +
+                                                  " bytes per request (--max-request-bytes)"};
 }
 
 void fill_progress(const Phase1Progress& p, v1::Phase1Progress& out) {
@@ -163,6 +194,7 @@ grpc::Status StarService::run_job(grpc::ServerContext& context, const std::share
     }
     for (ChannelEvent& event : channel.wait(options_.cancel_poll)) {
       const bool last = is_final(event);
+      if (last && cut_by_shutdown(event, channel.cancel_reason())) return cancelled_status(CancelReason::kShutdown);
       if (!emit(event) && !last) channel.cancel(CancelReason::kClient);
       if (last) return final_status(event, channel.cancel_reason());
     }
@@ -178,6 +210,7 @@ grpc::Status StarService::run_job(grpc::ServerContext& context, const std::share
     if (reason == CancelReason::kNone) continue;
     if (queue_.remove(job)) {
       ChannelEvent event = cancelled_before_start(*job);
+      if (cut_by_shutdown(event, reason)) return cancelled_status(reason);
       emit(event);
       return final_status(event, reason);
     }
@@ -191,6 +224,7 @@ grpc::Status StarService::Generate(grpc::ServerContext* context, const v1::Gener
   if (grpc::Status s = admit_call(*context); !s.ok()) return s;
   Result<ClientStreams::Slot> stream = streams_.open(client_of_peer(context->peer()));
   if (!stream.ok()) return to_grpc_status(stream.status());
+  if (grpc::Status s = check_request_size(*request, options_.limits.max_request_bytes); !s.ok()) return s;
   if (request->request_id().size() > kMaxRequestIdBytes) {
     return {grpc::StatusCode::INVALID_ARGUMENT,
             "request_id: longer than " + std::to_string(kMaxRequestIdBytes) + " bytes"};
@@ -230,6 +264,7 @@ grpc::Status StarService::Generate(grpc::ServerContext* context, const v1::Gener
       done.mutable_timings()->set_time_to_first_token_seconds(d->first_token_seconds);
       done.mutable_timings()->set_decode_seconds(d->decode_seconds);
       done.set_context_id(d->context_id);
+      done.set_seed(d->seed);
     } else {
       return true;
     }
@@ -243,6 +278,7 @@ grpc::Status StarService::CreateContext(grpc::ServerContext* context, const v1::
   if (grpc::Status s = admit_call(*context); !s.ok()) return s;
   Result<ClientStreams::Slot> stream = streams_.open(client_of_peer(context->peer()));
   if (!stream.ok()) return to_grpc_status(stream.status());
+  if (grpc::Status s = check_request_size(*request, options_.limits.max_request_bytes); !s.ok()) return s;
   Result<CreateContextWork> work = parse_create_context_request(*request, defaults());
   if (!work.ok()) return to_grpc_status(work.status());
   auto job = std::make_shared<Job>();
@@ -292,6 +328,7 @@ grpc::Status StarService::ListContexts(grpc::ServerContext* context, const v1::L
 grpc::Status StarService::Tokenize(grpc::ServerContext* context, const v1::TokenizeRequest* request,
                                    v1::TokenizeResponse* response) {
   if (grpc::Status s = admit_call(*context); !s.ok()) return s;
+  if (grpc::Status s = check_request_size(*request, options_.limits.max_request_bytes); !s.ok()) return s;
   const Tokenizer& tokenizer = *model_.load(std::memory_order_acquire)->tokenizer;
   std::vector<int32_t> ids =
       tokenizer.encode(request->text(), {.add_bos = request->add_bos(), .parse_special = request->parse_special()});
@@ -302,6 +339,7 @@ grpc::Status StarService::Tokenize(grpc::ServerContext* context, const v1::Token
 grpc::Status StarService::Detokenize(grpc::ServerContext* context, const v1::DetokenizeRequest* request,
                                      v1::DetokenizeResponse* response) {
   if (grpc::Status s = admit_call(*context); !s.ok()) return s;
+  if (grpc::Status s = check_request_size(*request, options_.limits.max_request_bytes); !s.ok()) return s;
   const RuntimeModel& model = *model_.load(std::memory_order_acquire);
   const std::vector<int32_t> ids(request->ids().begin(), request->ids().end());
   if (Status s = check_token_ids("ids", ids, model.tokenizer->vocab_size()); !s.ok()) return to_grpc_status(s);

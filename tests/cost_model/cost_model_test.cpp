@@ -1,5 +1,5 @@
 // Phase 1 cost model: the Pulsar paper's Table 4 (Llama-3.1-8B, B = 4, s = 512, sink 64), the
-// closed forms of ALGORITHMS.md, and agreement with the pulsar plan builder's actual passes.
+// closed forms of docs/algorithms.md, and agreement with the pulsar plan builder's actual passes.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>

@@ -1,6 +1,7 @@
 // RankMonitor and RankHeartbeat under mpirun (1..4 ranks): a worker whose heartbeat connection
 // closes without a goodbye (what a killed process leaves) is reported by rank and pid; workers
-// that say goodbye before leaving are not reported.
+// that say goodbye before leaving are not reported, and neither is a rank 0 that says goodbye to
+// its workers (a silent rank 0 is the end-to-end RankFailure test's: it needs a stopped process).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -45,7 +46,7 @@ TEST(RankMonitor, AWorkerGoneWithoutGoodbyeIsReportedByRankAndPid) {
                              ") is lost: its heartbeat connection closed without a goodbye (the process died)");
     ASSERT_TRUE(comm->barrier().ok());
   } else {
-    auto heartbeat = RankHeartbeat::start(*comm);
+    auto heartbeat = RankHeartbeat::start(*comm, [](const std::string& why) { ADD_FAILURE() << why; });
     EXPECT_TRUE(heartbeat.ok()) << heartbeat.status().to_string();
     ASSERT_TRUE(comm->barrier().ok());
     if (comm->rank() == leaving) heartbeat->reset();
@@ -64,13 +65,36 @@ TEST(RankMonitor, WorkersThatSayGoodbyeAreNotReported) {
     // Five silence limits after every worker left.
     std::this_thread::sleep_for(1s);
   } else {
-    auto heartbeat = RankHeartbeat::start(*comm);
+    auto heartbeat = RankHeartbeat::start(*comm, [](const std::string& why) { ADD_FAILURE() << why; });
     EXPECT_TRUE(heartbeat.ok()) << heartbeat.status().to_string();
     (*heartbeat)->say_goodbye();
     heartbeat->reset();
     ASSERT_TRUE(comm->barrier().ok());
   }
   EXPECT_FALSE(reported.load());
+}
+
+// Rank 0 beats too: workers that outlive rank 0's monitor by many silence limits are not told
+// rank 0 is lost, since its monitor said goodbye before closing; while it runs they hear it.
+TEST(RankMonitor, WorkersHearRank0AndItsGoodbye) {
+  auto comm = world();
+  std::atomic<int> rank0_lost{0};
+  if (comm->rank() == 0) {
+    auto monitor = RankMonitor::start(*comm, 200ms, "", [](const std::string& why) { ADD_FAILURE() << why; });
+    ASSERT_TRUE(monitor.ok()) << monitor.status().to_string();
+    std::this_thread::sleep_for(1s);  // five silence limits: the workers must keep hearing rank 0
+    ASSERT_TRUE(comm->barrier().ok());
+    monitor->reset();
+    ASSERT_TRUE(comm->barrier().ok());
+  } else {
+    auto heartbeat = RankHeartbeat::start(*comm, [&](const std::string&) { ++rank0_lost; });
+    ASSERT_TRUE(heartbeat.ok()) << heartbeat.status().to_string();
+    ASSERT_TRUE(comm->barrier().ok());
+    ASSERT_TRUE(comm->barrier().ok());
+    std::this_thread::sleep_for(1s);  // rank 0's connection is closed now, after its goodbye
+    (*heartbeat)->say_goodbye();
+  }
+  EXPECT_EQ(rank0_lost.load(), 0);
 }
 
 }  // namespace

@@ -51,33 +51,6 @@ INSTANTIATE_TEST_SUITE_P(Plans, EveryAlgorithm,
                            return name;
                          });
 
-class BlockWiseAlgorithm : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(BlockWiseAlgorithm, MoreRanksThanBlocks) {
-  // 7 tokens in blocks of 3: 3 blocks for 4 ranks. The largest block size that works is 2.
-  expect_invalid(build_block_plan(kSevenTokens, 4, config_for(GetParam(), 3)),
-                 {"block_size 3", "3 blocks", "n_ranks 4", "[1, 2]"});
-  // block_size 0 resolves to ceil(5 / 4) = 2: 3 blocks for 4 ranks.
-  const std::vector<int32_t> five = {1, 2, 3, 4, 5};
-  expect_invalid(build_block_plan(five, 4, config_for(GetParam(), 0)),
-                 {"block_size 0", "= 2", "n_ranks 4"});
-  // Fewer tokens than ranks: no block size helps.
-  const std::vector<int32_t> three = {1, 2, 3};
-  expect_invalid(build_block_plan(three, 4, config_for(GetParam(), 1)),
-                 {"n_ranks 4", "3 context tokens"});
-}
-
-TEST_P(BlockWiseAlgorithm, EmptyContext) {
-  expect_invalid(build_block_plan({}, 1, config_for(GetParam())), {"context is empty"});
-}
-
-INSTANTIATE_TEST_SUITE_P(Plans, BlockWiseAlgorithm, ::testing::Values("star", "no-anchor", "ring"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           std::erase(name, '-');
-                           return name;
-                         });
-
 TEST(StarPlanErrors, AnchorSizeMustBeMinusOneOrPositive) {
   expect_invalid(build_block_plan(kSevenTokens, 2, config_for("star", 0, 0)),
                  {"anchor_size", "got 0", "-1"});

@@ -49,10 +49,22 @@ TEST(SplitIntoBlocks, FewerBlocksThanRanksLeavesEmptyShardsInOrder) {
   EXPECT_EQ(layout->query_host, 3);
 }
 
+TEST(SplitIntoBlocks, EmptyContextHasNoBlocksAndEmptyShardsEverywhere) {
+  const Result<BlockLayout> layout = split_into_blocks(0, 4, 3);
+  ASSERT_TRUE(layout.ok()) << layout.status().to_string();
+  EXPECT_TRUE(layout->blocks.empty());
+  ASSERT_EQ(layout->rank_runs.size(), 3u);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_TRUE(layout->rank_runs[r].empty());
+    expect_range(layout->shard(r), 0, 0);
+  }
+  EXPECT_EQ(layout->query_host, 0);
+}
+
 TEST(SplitIntoBlocks, BadInputsNameTheProblem) {
-  const Result<BlockLayout> empty = split_into_blocks(0, 4, 2);
-  ASSERT_FALSE(empty.ok());
-  EXPECT_NE(empty.status().message().find("0 tokens"), std::string::npos);
+  const Result<BlockLayout> negative_length = split_into_blocks(-1, 4, 2);
+  ASSERT_FALSE(negative_length.ok());
+  EXPECT_NE(negative_length.status().message().find("-1 tokens"), std::string::npos);
   const Result<BlockLayout> no_ranks = split_into_blocks(10, 4, 0);
   ASSERT_FALSE(no_ranks.ok());
   EXPECT_NE(no_ranks.status().message().find("n_ranks = 0"), std::string::npos);

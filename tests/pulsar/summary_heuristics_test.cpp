@@ -1,4 +1,4 @@
-// Pulsar summary heuristics against hand-computed values (ALGORITHMS.md, Pulsar paper Appendix C).
+// Pulsar summary heuristics against hand-computed values (docs/algorithms.md, Pulsar paper Appendix C).
 #include <cmath>
 #include <vector>
 

@@ -243,8 +243,7 @@ TEST_F(InProcessServer, ShutdownLetsWorkFinishThenCancelsItAtTheTimeout) {
   });
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
   EXPECT_EQ(s.status.error_code(), grpc::StatusCode::UNAVAILABLE);
-  ASSERT_TRUE(s.done.has_value());
-  EXPECT_EQ(s.done->finish_reason(), v1::FINISH_REASON_CANCELLED);
+  EXPECT_FALSE(s.done.has_value()) << "a cut answer ends with the status alone";
   EXPECT_GE(waited, 0.2);
   EXPECT_TRUE(running.stop().ok());
 }

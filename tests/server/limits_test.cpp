@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <functional>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -78,6 +79,14 @@ v1::GenerateRequest tokens_request(int64_t context_tokens, int64_t max_tokens) {
   return r;
 }
 
+// A prompt of n token ids with no separate context.
+v1::GenerateRequest query_only_request(int64_t n) {
+  v1::GenerateRequest r;
+  for (int32_t id : ids(n)) r.mutable_tokens()->add_query_ids(id);
+  r.set_max_tokens(1);
+  return r;
+}
+
 v1::CreateContextRequest context_request(int64_t tokens) {
   v1::CreateContextRequest r;
   for (int32_t id : ids(tokens)) r.mutable_ids()->add_ids(id);
@@ -117,9 +126,17 @@ TEST_F(Limits, GenerateAtEachLimitIsServedAndOnePastIsRefused) {
        [](auto& stub) { return generate(stub, tokens_request(kContextTokens + 1, 1)); },
        grpc::StatusCode::INVALID_ARGUMENT,
        "tokens.context_ids: 101 context tokens exceed the server's limit of 100 (--max-context-tokens)"},
+      {"prompt tokens without a context", [](auto& stub) { return generate(stub, query_only_request(kContextTokens)); },
+       [](auto& stub) { return generate(stub, query_only_request(kContextTokens + 1)); },
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "tokens.query_ids: 101 prompt tokens exceed the server's limit of 100 (--max-context-tokens)"},
       {"max_tokens", [](auto& stub) { return generate(stub, tokens_request(4, kMaxTokens)); },
        [](auto& stub) { return generate(stub, tokens_request(4, kMaxTokens + 1)); }, grpc::StatusCode::INVALID_ARGUMENT,
        "max_tokens: 9 exceeds the server's limit of 8 (--max-tokens-limit)"},
+      // The largest max_tokens a client can send is reported as sent, not wrapped around.
+      {"max_tokens 2^63 - 1", [](auto& stub) { return generate(stub, tokens_request(4, kMaxTokens)); },
+       [](auto& stub) { return generate(stub, tokens_request(4, std::numeric_limits<int64_t>::max())); }, grpc::StatusCode::INVALID_ARGUMENT,
+       "max_tokens: 9223372036854775807 exceeds the server's limit of 8 (--max-tokens-limit)"},
       {"stop strings", with_stops({"xyz", "qqq"}), with_stops({"xyz", "qqq", "zzz"}), grpc::StatusCode::INVALID_ARGUMENT,
        "stop: 3 stop strings exceed the server's limit of 2 (--max-stop-strings)"},
       {"stop string bytes", with_stops({"abcd"}), with_stops({"abcd", "abcde"}), grpc::StatusCode::INVALID_ARGUMENT,
@@ -136,14 +153,19 @@ TEST_F(Limits, GenerateAtEachLimitIsServedAndOnePastIsRefused) {
     EXPECT_FALSE(past.done.has_value());
   }
 
-  // The request body: gRPC itself refuses a message one byte past --max-request-bytes; one at the
-  // limit reaches the server's checks (here the context-token limit, as its text is long).
+  // The request body: a message at --max-request-bytes reaches the server's checks (here the
+  // context-token limit, as its text is long); one byte past it is refused as a bad request (no
+  // retry can help), naming its size and the limit; past twice the limit gRPC refuses it unread.
   const GenerateStream at = sized(kRequestBytes)(running.stub());
   EXPECT_EQ(at.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << at.status.error_message();
   EXPECT_EQ(at.status.error_message().rfind("text.context: ", 0), 0u) << at.status.error_message();
   const GenerateStream past = sized(kRequestBytes + 1)(running.stub());
-  EXPECT_EQ(past.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << past.status.error_message();
-  EXPECT_NE(past.status.error_message().find("larger than max"), std::string::npos) << past.status.error_message();
+  EXPECT_EQ(past.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << past.status.error_message();
+  EXPECT_EQ(past.status.error_message(), "the request is " + std::to_string(kRequestBytes + 1) +
+                                             " bytes, more than the server's limit of " +
+                                             std::to_string(kRequestBytes) + " bytes per request (--max-request-bytes)");
+  const GenerateStream far_past = sized(2 * kRequestBytes + 1)(running.stub());
+  EXPECT_EQ(far_past.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << far_past.status.error_message();
 }
 
 TEST_F(Limits, ContextCacheBytesAreCheckedBeforePhase1) {

@@ -1,4 +1,4 @@
-// Pulsar Attention's Phase 1 plan (ALGORITHMS.md, "pulsar" row). Block 0 is encoded alone; block
+// Pulsar Attention's Phase 1 plan (docs/algorithms.md, "pulsar" row). Block 0 is encoded alone; block
 // i > 0 sees [sink ‖ Σ0 ‖ … ‖ Σi-1 ‖ Bi] and keeps only Bi's KV (unless keep_prefix_kv).
 //
 // Prefix reuse: the KV of Σj depends only on [sink ‖ Σ0..Σj], so each rank builds its prefix once:

@@ -41,6 +41,7 @@ struct GenerateSummary {
   double first_token_seconds = 0;  // ranks started until the first token
   double decode_seconds = 0;
   std::string context_id;  // the encoded context used, if any
+  uint64_t seed = 0;       // the sampling seed used
 };
 
 struct ContextCreated {

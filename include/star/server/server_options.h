@@ -11,8 +11,9 @@
 namespace star::server {
 
 // What one request may ask for, checked on the handler thread before any work is queued (the
-// error names the field, the value and the limit's flag). The request body's size is gRPC's
-// max receive message size: larger messages are refused by gRPC itself with RESOURCE_EXHAUSTED.
+// error names the field, the value and the limit's flag). A request message past
+// max_request_bytes is refused with INVALID_ARGUMENT naming its size and the limit; gRPC itself
+// refuses one past twice the limit (RESOURCE_EXHAUSTED) before reading it.
 struct ServerLimits {
   int64_t max_request_bytes = int64_t{64} << 20;  // one request message
   int64_t max_context_tokens = 0;                 // of a context, after tokenization; 0: the model's positions

@@ -1,6 +1,10 @@
-// ShutdownSignal: turns SIGTERM and SIGINT into a call on an ordinary thread. The signal handler
-// only writes the signal number to a pipe (async-signal-safe); a watcher thread reads it and runs
-// the callback, where any work is allowed.
+// ShutdownSignal: turns SIGTERM, SIGINT and SIGUSR1 into a call on an ordinary thread. The signal
+// handler only writes the signal number to a pipe (async-signal-safe); a watcher thread reads it
+// and runs the callback, where any work is allowed.
+// SIGUSR1 is there for mpirun: Open MPI's mpirun forwards SIGUSR1 to its ranks, while SIGTERM to
+// mpirun makes it kill them (SIGCONT, odls_base_sigkill_timeout, SIGTERM, the timeout again,
+// SIGKILL) and exit 1, whatever they were doing. So a supervisor stops the job with SIGUSR1 to
+// mpirun alone (systemd: KillMode=mixed, KillSignal=SIGUSR1).
 #pragma once
 
 #include <functional>

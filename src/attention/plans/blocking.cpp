@@ -5,27 +5,6 @@ namespace {
 
 std::string prefix(std::string_view algorithm) { return std::string(algorithm) + ": "; }
 
-Status too_few_blocks(std::string_view algorithm, int64_t context_tokens, int n_ranks,
-                      int64_t requested_block_size, int64_t block_size, int64_t n_blocks) {
-  const std::string h = std::to_string(n_ranks);
-  if (context_tokens < n_ranks) {
-    return invalid_argument(prefix(algorithm) + "n_ranks " + h + " is more than the " +
-                            std::to_string(context_tokens) +
-                            " context tokens; every rank needs at least one block");
-  }
-  std::string size_text = "block_size " + std::to_string(requested_block_size);
-  if (requested_block_size == 0) {
-    size_text += " (ceil(context_tokens / n_ranks) = " + std::to_string(block_size) + ")";
-  }
-  // ceil(L / b) >= H  <=>  b <= (L - 1) / (H - 1), for H > 1.
-  const int64_t largest = (context_tokens - 1) / (n_ranks - 1);
-  return invalid_argument(prefix(algorithm) + size_text + " cuts " +
-                          std::to_string(context_tokens) + " context tokens into " +
-                          std::to_string(n_blocks) + " blocks, fewer than n_ranks " + h +
-                          "; every rank needs at least one block: use block_size in [1, " +
-                          std::to_string(largest) + "] or n_ranks <= " + std::to_string(n_blocks));
-}
-
 }  // namespace
 
 Status check_rank_count(std::string_view algorithm, int n_ranks) {
@@ -49,20 +28,9 @@ Result<BlockLayout> cut_into_blocks(std::string_view algorithm, int64_t context_
                                     int64_t block_size) {
   if (Status s = check_rank_count(algorithm, n_ranks); !s.ok()) return s;
   if (Status s = check_block_size(algorithm, block_size); !s.ok()) return s;
-  if (context_tokens == 0) {
-    return invalid_argument(prefix(algorithm) + "the context is empty (0 tokens); " +
-                            std::string(algorithm) +
-                            " needs at least one context token per rank (only dense accepts an "
-                            "empty context)");
-  }
   Result<BlockLayout> layout = split_into_blocks(context_tokens, block_size, n_ranks);
   if (!layout.ok()) {
     return invalid_argument(prefix(algorithm) + std::string(layout.status().message()));
-  }
-  const auto n_blocks = static_cast<int64_t>(layout->blocks.size());
-  if (n_blocks < n_ranks) {
-    return too_few_blocks(algorithm, context_tokens, n_ranks, block_size, layout->block_size,
-                          n_blocks);
   }
   return layout;
 }

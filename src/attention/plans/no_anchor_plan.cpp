@@ -13,7 +13,8 @@ Result<BlockPlan> build_no_anchor_plan(std::span<const int32_t> context_ids, int
   BlockPlan plan = plan_with_shards("no-anchor", *layout, context_tokens);
   for (int r = 0; r < n_ranks; ++r) {
     RankPlan& rank = plan.ranks[static_cast<size_t>(r)];
-    for (int i = layout->rank_runs[static_cast<size_t>(r)].first; i < layout->rank_runs[static_cast<size_t>(r)].last; ++i) {
+    const BlockRun run = layout->rank_runs[static_cast<size_t>(r)];
+    for (int i = run.first; i < run.last; ++i) {
       rank.steps.push_back(context_step(EncodeStep::Kind::kEncodeBlock, context_ids,
                                         plan.blocks[static_cast<size_t>(i)], i));
     }

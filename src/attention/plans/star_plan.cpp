@@ -21,7 +21,8 @@ Status check_anchor_size(int64_t anchor_size) {
 // [anchor ‖ Bi]: the anchor is the first a tokens of B0 at positions 0..a-1, Bi keeps its global
 // positions, and only Bi's KV is kept. The anchor's KV depends on the anchor alone (causal), so a
 // rank computes it once, as a kExtendPrefix step, and reuses it for each of its later blocks.
-// a = anchor_size, or the block size when anchor_size is -1, and never more than |B0|.
+// a = anchor_size, or the block size when anchor_size is -1, and never more than |B0|. Ranks
+// beyond the block count hold an empty shard and run nothing, so one block is exactly dense.
 Result<BlockPlan> build_star_plan(std::span<const int32_t> context_ids, int n_ranks,
                                   const AttentionConfig& config) {
   if (Status s = check_anchor_size(config.anchor_size); !s.ok()) return s;
@@ -30,22 +31,25 @@ Result<BlockPlan> build_star_plan(std::span<const int32_t> context_ids, int n_ra
   if (!layout.ok()) return layout.status();
   BlockPlan plan = plan_with_shards("star", *layout, context_tokens);
 
+  if (plan.blocks.empty()) return plan;
+
   const TokenRange& block0 = plan.blocks.front();
   const int64_t anchor_size = config.anchor_size == -1 ? layout->block_size : config.anchor_size;
   const TokenRange anchor{0, std::min(anchor_size, block0.size())};
   for (int r = 0; r < n_ranks; ++r) {
     RankPlan& rank = plan.ranks[static_cast<size_t>(r)];
-    int first = layout->rank_runs[static_cast<size_t>(r)].first;
-    const int end = layout->rank_runs[static_cast<size_t>(r)].last;
+    const BlockRun run = layout->rank_runs[static_cast<size_t>(r)];
+    if (run.empty()) continue;
+    int first = run.first;
     if (first == 0) {
       rank.steps.push_back(context_step(EncodeStep::Kind::kEncodeBlock, context_ids, block0, 0));
       ++first;
     }
-    if (first < end) {
+    if (first < run.last) {
       rank.steps.push_back(
           context_step(EncodeStep::Kind::kExtendPrefix, context_ids, anchor, /*block_index=*/-1));
     }
-    for (int i = first; i < end; ++i) {
+    for (int i = first; i < run.last; ++i) {
       rank.steps.push_back(context_step(EncodeStep::Kind::kEncodeBlock, context_ids,
                                         plan.blocks[static_cast<size_t>(i)], i));
     }

@@ -44,6 +44,13 @@ Result<BlockPlan> build_pulsar_plan(std::span<const int32_t> context_ids, int n_
   const BlockLayout& layout = *layout_or;
   const std::vector<TokenRange>& blocks = layout.blocks;
   const int n_blocks = static_cast<int>(blocks.size());
+  if (n_blocks == 0) {
+    // An empty context: every rank holds [0, 0) and runs nothing.
+    BlockPlan plan;
+    plan.algorithm = "pulsar";
+    plan.ranks.resize(static_cast<size_t>(n_ranks));
+    return plan;
+  }
 
   const bool contiguous = config.position_mode == "contiguous";
   const SummaryParams params{

@@ -1,7 +1,7 @@
 // star-bench: benchmarks and cost estimates for starserve. One subcommand per job:
 //   model   prefill / decode against the machine's sgemm rate and copy bandwidth
 //   phase   (under mpirun) Phase 1 critical path and Phase 2 decode for one request
-//   plan    the Phase 1 cost model of ALGORITHMS.md for any model, length and rank count
+//   plan    the Phase 1 cost model of docs/algorithms.md for any model, length and rank count
 //   attention  the CPU decode attention kernel over a long cache, per KV element type
 #include <CLI/CLI.hpp>
 

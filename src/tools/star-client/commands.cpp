@@ -69,11 +69,11 @@ void print_stats(const v1::GenerateDone& done) {
                           : 0.0;
   std::fprintf(stderr,
                "finish %s; tokens: %lld prompt (%lld cached), %lld generated; seconds: queue %.3f, Phase 1 %.3f, "
-               "first token %.3f, decode %.3f (%.1f tokens/s)%s%s\n",
+               "first token %.3f, decode %.3f (%.1f tokens/s); seed %llu%s%s\n",
                server::finish_reason_proto_name(done.finish_reason()), static_cast<long long>(u.prompt_tokens()),
                static_cast<long long>(u.cached_tokens()), static_cast<long long>(u.completion_tokens()),
                t.queue_seconds(), t.phase1_seconds(), t.time_to_first_token_seconds(), t.decode_seconds(), rate,
-               done.context_id().empty() ? "" : "; context ", done.context_id().c_str());
+               static_cast<unsigned long long>(done.seed()), done.context_id().empty() ? "" : "; context ", done.context_id().c_str());
 }
 
 }  // namespace
@@ -94,7 +94,7 @@ int run_generate(Connection& connection, const GenerateArgs& args) {
   sampling.set_temperature(args.temperature);
   sampling.set_top_k(args.top_k);
   if (args.top_p) sampling.set_top_p(*args.top_p);
-  sampling.set_seed(args.seed);
+  if (args.seed) sampling.set_seed(*args.seed);
   request.set_max_tokens(args.max_tokens);
   for (const std::string& s : args.stop) request.add_stop(s);
   for (int32_t id : args.stop_ids) request.add_stop_token_ids(id);

@@ -19,7 +19,7 @@ struct GenerateArgs {
   float temperature = 0;
   int32_t top_k = 0;
   std::optional<float> top_p;
-  uint64_t seed = 0;
+  std::optional<uint64_t> seed;  // unset: the server draws one
   std::vector<std::string> stop;
   std::vector<int32_t> stop_ids;
   bool ignore_eos = false;

@@ -68,7 +68,9 @@ int main(int argc, char** argv) {
   generate_cmd->add_option("--top-k", generate.top_k, "0 = all");
   float top_p = 1.f;
   auto* top_p_option = generate_cmd->add_option("--top-p", top_p, "nucleus mass in (0, 1]");
-  generate_cmd->add_option("--seed", generate.seed, "sampling seed");
+  uint64_t seed = 0;
+  auto* seed_option =
+      generate_cmd->add_option("--seed", seed, "sampling seed (unset: the server draws one; --stats shows it)");
   generate_cmd->add_option("--stop", generate.stop, "stop string (repeatable)");
   generate_cmd->add_option("--stop-id", generate.stop_ids, "stop token id (repeatable)");
   generate_cmd->add_flag("--ignore-eos", generate.ignore_eos, "keep generating past end-of-text tokens");
@@ -111,6 +113,7 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   if (top_p_option->count() > 0) generate.top_p = top_p;
+  if (seed_option->count() > 0) generate.seed = seed;
   if (*create_cmd && create.file.empty() && create.text.empty()) {
     std::fprintf(stderr, "star-client: context create needs --file or --text\n");
     return 2;

@@ -3,14 +3,16 @@
 //
 //   mpirun -np 2 star-server --model MODEL --grpc 127.0.0.1:50051 [--config attention.json]
 //
-// SIGTERM or SIGINT to rank 0: stop taking requests, let accepted ones finish (--shutdown-timeout),
-// stop every rank, exit 0; a second signal cancels what is left at once. (Open MPI's mpirun, when
-// it gets SIGTERM itself, kills the ranks after odls_base_sigkill_timeout seconds: signal rank 0,
-// whose pid --port-file records, or raise that timeout.)
+// SIGTERM, SIGINT or SIGUSR1 to rank 0: stop taking requests, let accepted ones finish
+// (--shutdown-timeout), stop every rank, exit 0; a second signal cancels what is left at once.
+// To stop the whole job, send SIGUSR1 to mpirun: it forwards that signal to every rank (the
+// workers ignore it), and exits 0 once they have. Not SIGTERM: Open MPI's mpirun then kills its
+// ranks on its own schedule and exits 1 (see shutdown_signal.h).
 //
 // A worker rank that dies or goes silent for --rank-timeout (RankMonitor): rank 0 logs which,
 // turns health NOT_SERVING, ends every request with UNAVAILABLE and aborts the job (exit 1), so
-// that a supervisor restarts it.
+// that a supervisor restarts it. A rank 0 that dies or goes silent as long: every worker logs it
+// and exits 1, and mpirun ends the job (its clients' connections drop).
 #include <mpi.h>
 #include <signal.h>
 #include <unistd.h>
@@ -168,6 +170,7 @@ int serve_worker(const Options& o, Communicator& comm, MpiDoorbell& doorbell) {
   // Rank 0 decides when to stop and tells every rank; a signal that mpirun forwards changes nothing.
   ::signal(SIGTERM, SIG_IGN);
   ::signal(SIGINT, SIG_IGN);
+  ::signal(SIGUSR1, SIG_IGN);
   if (!all_pids(comm).ok()) return 1;
   Result<bool> listening = all_ok(comm, true);
   if (!listening.ok() || !*listening) return 1;
@@ -176,7 +179,14 @@ int serve_worker(const Options& o, Communicator& comm, MpiDoorbell& doorbell) {
   Result<bool> loaded = all_ok(comm, model.ok());
   if (!loaded.ok() || !*loaded) return 1;
   if (!on_backend(*model, o.backend, comm)) return 1;
-  Result<std::unique_ptr<RankHeartbeat>> heartbeat = RankHeartbeat::start(comm);
+  // A frozen or dead rank 0 would leave this rank waiting in MPI forever: leave, so that mpirun
+  // ends the job and clients see their connections drop instead of waiting for an answer.
+  auto on_rank0_lost = [](const std::string& why) {
+    spdlog::critical("{}; this rank exits so that mpirun ends the job", why);
+    spdlog::default_logger()->flush();
+    std::_Exit(1);
+  };
+  Result<std::unique_ptr<RankHeartbeat>> heartbeat = RankHeartbeat::start(comm, on_rank0_lost);
   if (!heartbeat.ok()) return 1;
   RankEngine engine(*model, comm);
   if (Status s = run_worker_loop(engine, [&doorbell] { return doorbell.wait(); }); !s.ok()) abort_all_ranks(s);
@@ -230,13 +240,15 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--port-file", o.port_file, "once listening, write the port and every rank's pid here (one a line)");
   app.add_option("--rank-timeout", o.rank_timeout_seconds,
-                 "seconds without a worker rank's heartbeat before rank 0 fails every request and aborts the job")
+                 "seconds without a rank's heartbeat before the job ends (rank 0 silent: the workers exit; a worker "
+                 "silent: rank 0 fails every request and aborts)")
       ->capture_default_str()
       ->check(CLI::Range(0.05, 3600.0));
   app.add_option("--monitor-host", o.monitor_host,
                  "rank 0's host name or address for the worker ranks' heartbeat connections (default: its host name)");
   ServerLimits& l = s.limits;
-  app.add_option("--max-request-bytes", l.max_request_bytes, "largest request message (gRPC refuses larger ones)")
+  app.add_option("--max-request-bytes", l.max_request_bytes,
+                 "largest request message (larger: INVALID_ARGUMENT; past twice this, gRPC refuses it unread)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1024}, int64_t{INT32_MAX}))
       ->group("Limits");

@@ -59,8 +59,6 @@ std::vector<BadCase> generate_cases() {
        C::INVALID_ARGUMENT, "attention: attention config: algorithm = \"sparkle\""},
       {"negative block size", gen(edited([](auto& r) { r.mutable_attention()->set_block_size(-5); })),
        C::INVALID_ARGUMENT, "block_size"},
-      {"fewer blocks than ranks", gen(edited([](auto& r) { r.mutable_attention()->set_block_size(100000); })),
-       C::INVALID_ARGUMENT, "attention: "},
       {"context longer than the model", gen(text_request(context_text(100, "too much"), "q", 8)), C::INVALID_ARGUMENT,
        "exceed the model's 4096 positions"},
       {"unknown context id", gen(session_request("ctx-404", "q", 4)), C::NOT_FOUND, "session.context_id: no context 'ctx-404'"},

@@ -1,7 +1,7 @@
 // scripts/load/load_test.py against `mpirun -np 2 star-server` (it starts its own): a short run
 // where every answer must equal the same request's answer alone, and one with a queue of 1 where
-// the overflow must be refused with RESOURCE_EXHAUSTED and nothing lost. The long run (32 clients
-// x 50 requests) is the README's command.
+// the overflow must be refused with RESOURCE_EXHAUSTED and nothing lost, and one with short and
+// long contexts under a block size. The long run (32 clients x 50 requests) is the README's command.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -59,6 +59,19 @@ TEST_F(LoadScript, QueueOverflowIsRefusedNeverLost) {
   EXPECT_GT(report["rejected"].get<int>(), 0) << report.dump();
   EXPECT_GT(report["ok"].get<int>(), 0) << report.dump();
   EXPECT_EQ(report["ok"].get<int>() + report["rejected"].get<int>(), kClients * kRequests) << report.dump();
+  EXPECT_EQ(report["wrong"], 0);
+}
+
+// Star with 512-token blocks on 2 ranks, contexts from none to several blocks: the short ones have
+// fewer blocks than ranks and must be answered like the long ones, under load, every answer equal
+// to the same request's answer alone.
+TEST_F(LoadScript, MixedContextsUnderABlockSizeAreAllAnswered) {
+  int exit_code = -1;
+  const nlohmann::json report = run_load("--mixed-contexts --prompts 5", exit_code);
+  ASSERT_TRUE(report.is_object()) << "no report";
+  EXPECT_EQ(exit_code, 0) << report.dump();
+  EXPECT_EQ(report["ok"], kClients * kRequests) << report.dump();
+  EXPECT_EQ(report["lost"], 0);
   EXPECT_EQ(report["wrong"], 0);
 }
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -17,6 +18,7 @@
 
 #include "e2e_fixture.h"
 #include "support/server_process.h"
+#include "support/spawn_logged.h"
 #include "support/temp_dir.h"
 
 namespace star::testing {
@@ -150,6 +152,58 @@ INSTANTIATE_TEST_SUITE_P(
                       FaultCase{"KilledDuringDecode", When::kDecode, SIGKILL, "its heartbeat connection closed"},
                       FaultCase{"StoppedDuringDecode", When::kDecode, SIGSTOP, "no heartbeat for"}),
     [](const ::testing::TestParamInfo<FaultCase>& info) { return std::string(info.param.name); });
+
+// Rank 0 frozen (SIGSTOP) while star-client, with no deadline, streams an answer: the worker stops
+// hearing rank 0's heartbeat, says so and exits non-zero within --rank-timeout, mpirun ends the
+// job (the stopped rank 0 included), and the client's call fails instead of waiting forever.
+TEST(RankFailure, AFrozenRankZeroIsDetectedByTheWorkers) {
+  ASSERT_TRUE(long_model().ok()) << "star-mkmodel failed";
+  ServerProcess server(long_model().path(), 2, {"--rank-timeout", "1", "--max-tokens-limit", "16000"});
+  ASSERT_TRUE(server.ready()) << server.log();
+  ASSERT_EQ(server.rank_pids().size(), 2u);
+  const pid_t rank0 = server.rank_pids()[0];
+  const pid_t worker = server.rank_pids()[1];
+
+  TempDir scratch;
+  const std::filesystem::path client_log = scratch.path() / "client.log";
+  const pid_t client = spawn_logged({STAR_CLIENT_PATH, "--server", server.address(), "generate", "--query",
+                                     "Tell a long story", "--max-tokens", "16000", "--ignore-eos"},
+                                    client_log);
+  ASSERT_GT(client, 0);
+  auto stub = v1::StarService::NewStub(server.channel());
+  auto active = [&] {
+    grpc::ClientContext context;
+    v1::ServerInfo info;
+    return stub->GetServerInfo(&context, {}, &info).ok() ? info.active_requests() : -1;
+  };
+  ASSERT_TRUE(wait_until([&] { return active() == 1; }, std::chrono::seconds(30))) << "the client's call never started";
+
+  ASSERT_EQ(::kill(rank0, SIGSTOP), 0);
+  const auto stopped = SteadyClock::now();
+  const int exit_code = server.wait_exit(kExitBound);
+  const double job_seconds = std::chrono::duration<double>(SteadyClock::now() - stopped).count();
+  int client_status = 0;
+  bool client_reaped = false;  // waitpid reaps once: the predicate must remember it
+  const bool client_done = wait_until(
+      [&] { return client_reaped = client_reaped || ::waitpid(client, &client_status, WNOHANG) == client; },
+      std::chrono::seconds(20));
+  const double client_seconds = std::chrono::duration<double>(SteadyClock::now() - stopped).count();
+  std::printf("frozen rank 0: mpirun exited (code %d) %.3f s after SIGSTOP; the client ended %.3f s after it\n",
+              exit_code, job_seconds, client_seconds);
+  if (exit_code == ServerProcess::kRunning || !client_done) {
+    ::kill(rank0, SIGCONT);  // let the test's clean-up end what is left
+    ::kill(worker, SIGKILL);
+    if (!client_done) ::kill(client, SIGKILL);
+  }
+  EXPECT_NE(exit_code, ServerProcess::kRunning) << "mpirun still runs\n" << server.log();
+  EXPECT_NE(exit_code, 0) << "a supervisor must see the failure";
+  for (pid_t pid : server.rank_pids()) {
+    EXPECT_TRUE(wait_until([&] { return process_gone(pid); }, std::chrono::seconds(5))) << "pid " << pid << " still runs";
+  }
+  EXPECT_TRUE(client_done) << "star-client without a deadline still waits";
+  if (client_done) EXPECT_NE(WEXITSTATUS(client_status), 0) << "a cut answer is no success";
+  EXPECT_NE(server.log().find("rank 0 is lost: no heartbeat for"), std::string::npos) << server.log();
+}
 
 // One block per rank: each rank's single Phase 1 step takes far longer than --rank-timeout, and
 // the request still completes, because the heartbeat runs beside the computation.

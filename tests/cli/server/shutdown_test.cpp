@@ -1,6 +1,6 @@
 // Must show 6: health is SERVING once the model is loaded and NOT_SERVING while shutting down;
 // SIGTERM lets the request in flight finish, refuses new ones, and ends every rank with exit 0.
-// Past --shutdown-timeout, what still runs is cancelled.
+// Past --shutdown-timeout, what still runs is cut: UNAVAILABLE, with no final answer.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -75,9 +75,9 @@ TEST_F(Shutdown, PastTheTimeoutTheRequestIsCancelled) {
   });
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled).count();
   EXPECT_EQ(s.status.error_code(), grpc::StatusCode::UNAVAILABLE) << s.status.error_message();
-  ASSERT_TRUE(s.done.has_value());
-  EXPECT_EQ(s.done->finish_reason(), v1::FINISH_REASON_CANCELLED);
-  EXPECT_LT(s.done->usage().completion_tokens(), 3000);
+  EXPECT_NE(s.status.error_message().find("shutting down"), std::string::npos) << s.status.error_message();
+  EXPECT_FALSE(s.done.has_value()) << "a cut answer ends with the status alone, never a finish";
+  EXPECT_LT(s.token_ids.size(), 3000u);
   EXPECT_GT(seconds, 0.29);
   EXPECT_LT(seconds, 0.3 + 0.5);
   EXPECT_EQ(server.wait_exit(std::chrono::seconds(20)), 0) << server.log();

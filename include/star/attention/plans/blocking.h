@@ -1,6 +1,7 @@
-// Shared by the plan builders of star, no-anchor and ring: the block layout of block_ranges.h with
-// the stricter rule these algorithms need (every rank gets a block), and the parts of a BlockPlan
-// that every block-wise algorithm fills the same way.
+// Shared by the plan builders of star, no-anchor and ring: the block layout of block_ranges.h, and
+// the parts of a BlockPlan that every block-wise algorithm fills the same way. A context with fewer
+// blocks than ranks (an empty context included) leaves the surplus ranks an empty shard: they run
+// no Phase 1 step of their own, and in Phase 2 their partial (log-sum-exp -inf) is exactly neutral.
 #pragma once
 
 #include <cstdint>
@@ -15,8 +16,7 @@
 
 namespace star {
 
-// INVALID_ARGUMENT when n_ranks < 1, block_size < 0, the context is empty, or there are fewer
-// blocks than ranks. `algorithm` names the caller in messages.
+// INVALID_ARGUMENT when n_ranks < 1 or block_size < 0. `algorithm` names the caller in messages.
 Result<BlockLayout> cut_into_blocks(std::string_view algorithm, int64_t context_tokens, int n_ranks,
                                  int64_t block_size);
 
