@@ -3,7 +3,7 @@
 #include <string>
 
 #include "star/backend/cpu/embedding.h"
-#include "star/backend/cpu/gemm.h"
+#include "star/backend/cpu/matmul.h"
 #include "star/backend/cpu/rms_norm.h"
 #include "star/backend/cpu/swiglu.h"
 
@@ -50,30 +50,30 @@ Result<std::vector<float>> LlamaModel::forward(std::span<const int32_t> tokens,
   std::vector<float> x(n * dim), h(n * dim), q(n * qd), k(n * kvd), v(n * kvd), att(n * qd);
   std::vector<float> gate(n * hid), up(n * hid);
 
-  cpu::embedding_lookup(weights_.embed.data, c.vocab_size, dim, tokens.data(), n, x.data());
+  cpu::embedding_lookup(weights_.embed, tokens.data(), n, x.data());
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const LlamaLayerWeights& w = weights_.layers[l];
-    cpu::rms_norm(x.data(), n, dim, w.attn_norm.data, static_cast<float>(c.rms_norm_eps), h.data());
-    cpu::matmul_nt(h.data(), n, dim, w.wq.data, qd, q.data());
-    cpu::matmul_nt(h.data(), n, dim, w.wk.data, kvd, k.data());
-    cpu::matmul_nt(h.data(), n, dim, w.wv.data, kvd, v.data());
+    cpu::rms_norm(x.data(), n, dim, w.attn_norm.f32(), static_cast<float>(c.rms_norm_eps), h.data());
+    cpu::matmul(h.data(), n, w.wq, q.data());
+    cpu::matmul(h.data(), n, w.wk, k.data());
+    cpu::matmul(h.data(), n, w.wv, v.data());
     cpu::apply_rope(q.data(), n, c.n_heads, c.head_dim, positions.data(), rope_, c.rope_layout);
     cpu::apply_rope(k.data(), n, c.n_kv_heads, c.head_dim, positions.data(), rope_, c.rope_layout);
     if (Status s = attention.attend(l, q.data(), k.data(), v.data(), n, att.data()); !s.ok()) return s;
-    cpu::matmul_nt(att.data(), n, qd, w.wo.data, dim, x.data(), /*accumulate=*/true);
+    cpu::matmul(att.data(), n, w.wo, x.data(), /*accumulate=*/true);
 
-    cpu::rms_norm(x.data(), n, dim, w.ffn_norm.data, static_cast<float>(c.rms_norm_eps), h.data());
-    cpu::matmul_nt(h.data(), n, dim, w.w_gate.data, hid, gate.data());
-    cpu::matmul_nt(h.data(), n, dim, w.w_up.data, hid, up.data());
+    cpu::rms_norm(x.data(), n, dim, w.ffn_norm.f32(), static_cast<float>(c.rms_norm_eps), h.data());
+    cpu::matmul(h.data(), n, w.w_gate, gate.data());
+    cpu::matmul(h.data(), n, w.w_up, up.data());
     cpu::swiglu(gate.data(), up.data(), n * hid, gate.data());
-    cpu::matmul_nt(gate.data(), n, hid, w.w_down.data, dim, x.data(), /*accumulate=*/true);
+    cpu::matmul(gate.data(), n, w.w_down, x.data(), /*accumulate=*/true);
   }
 
   std::vector<float> logits(logit_rows * c.vocab_size);
   if (logit_rows > 0) {
     const float* last = x.data() + (n - logit_rows) * dim;
-    cpu::rms_norm(last, logit_rows, dim, weights_.final_norm.data, static_cast<float>(c.rms_norm_eps), h.data());
-    cpu::matmul_nt(h.data(), logit_rows, dim, weights_.lm_head.data, c.vocab_size, logits.data());
+    cpu::rms_norm(last, logit_rows, dim, weights_.final_norm.f32(), static_cast<float>(c.rms_norm_eps), h.data());
+    cpu::matmul(h.data(), logit_rows, weights_.lm_head, logits.data());
   }
   return logits;
 }

@@ -1,4 +1,4 @@
-#include "star/model/llama_weights.h"
+#include "star/model/weight_tensor.h"
 
 namespace star {
 

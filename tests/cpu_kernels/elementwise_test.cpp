@@ -5,9 +5,11 @@
 #include <limits>
 
 #include "cpu_kernels/attention_reference.h"
+#include "cpu_kernels/random_weights.h"
 #include "star/backend/cpu/embedding.h"
 #include "star/backend/cpu/rms_norm.h"
 #include "star/backend/cpu/swiglu.h"
+#include "star/quant/dequantize.h"
 
 namespace star {
 namespace {
@@ -88,9 +90,31 @@ TEST(EmbeddingLookup, GathersRows) {
   std::vector<float> table(static_cast<size_t>(vocab * dim));
   for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<float>(i);
   const std::vector<int32_t> ids{5, 0, 5, 2};
-  std::vector<float> out(ids.size() * dim);
-  cpu::embedding_lookup(table.data(), vocab, dim, ids.data(), static_cast<int64_t>(ids.size()), out.data());
-  EXPECT_EQ(out, (std::vector<float>{15, 16, 17, 0, 1, 2, 15, 16, 17, 6, 7, 8}));
+  const std::vector<float> expect{15, 16, 17, 0, 1, 2, 15, 16, 17, 6, 7, 8};
+  // Small integers are exact in every plain type.
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    const std::vector<std::byte> bytes = encode_from_f32(table, dtype);
+    std::vector<float> out(ids.size() * dim);
+    cpu::embedding_lookup(testing::weight_over(dtype, bytes, vocab, dim), ids.data(), static_cast<int64_t>(ids.size()),
+                          out.data());
+    EXPECT_EQ(out, expect) << dtype_name(dtype);
+  }
+}
+
+TEST(EmbeddingLookup, WidensOnlyTheLookedUpBlockRows) {
+  const int64_t vocab = 5, dim = 64;
+  std::mt19937 rng(3);
+  const std::vector<int32_t> ids{4, 1, 1};
+  for (DType dtype : {DType::kQ4_0, DType::kQ8_0, DType::kQ5_1}) {
+    const std::vector<std::byte> bytes = testing::random_weight_rows(dtype, vocab, dim, rng);
+    std::vector<float> all(static_cast<size_t>(vocab * dim));
+    quant::dequantize_rows(dtype, bytes.data(), vocab, dim, all.data());
+    std::vector<float> out(ids.size() * dim), expect;
+    for (int32_t id : ids) expect.insert(expect.end(), all.begin() + id * dim, all.begin() + (id + 1) * dim);
+    cpu::embedding_lookup(testing::weight_over(dtype, bytes, vocab, dim), ids.data(), static_cast<int64_t>(ids.size()),
+                          out.data());
+    EXPECT_EQ(out, expect) << dtype_name(dtype);
+  }
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ std::vector<float> adjacent_to_half(const WeightTensor& w, int64_t heads, int64_
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t i = 0; i < d / 2; ++i)
       for (int64_t p = 0; p < 2; ++p) {
-        const float* src = w.data + ((h * d) + 2 * i + p) * in;
+        const float* src = w.f32() + ((h * d) + 2 * i + p) * in;
         std::copy(src, src + in, out.data() + ((h * d) + p * (d / 2) + i) * in);
       }
   return out;
@@ -60,7 +60,7 @@ TEST(GgufToHf, SameLogitsThroughBothLayouts) {
   std::vector<std::vector<float>> permuted;  // keeps the permuted Q/K alive until written
   std::vector<SafetensorsTensor> tensors;
   auto add = [&](std::string name, const WeightTensor& w, const float* data = nullptr) {
-    const float* p = data ? data : w.data;
+    const float* p = data ? data : w.f32();  // stories260K.gguf stores F32
     tensors.push_back({std::move(name), DType::kF32, w.shape,
                        std::span<const std::byte>(reinterpret_cast<const std::byte*>(p), w.bytes())});
   };

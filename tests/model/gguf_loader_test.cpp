@@ -9,6 +9,7 @@
 #include "model/weights_helpers.h"
 #include "star/model/dtype.h"
 #include "star/model/model_loader.h"
+#include "star/quant/dequantize.h"
 #include "support/test_paths.h"
 
 namespace star {
@@ -31,6 +32,10 @@ struct LlamaGguf {
 
 // Element i of tensor number `t`: small multiples of 1/16, exact in F32, F16 and BF16.
 float element(int t, int64_t i) { return static_cast<float>((i * 7 + t * 3) % 17 - 8) / 16.0f; }
+
+DType stored_dtype(uint32_t ggml_type) {
+  return ggml_type == testing::kGgmlF32 ? DType::kF32 : ggml_type == testing::kGgmlF16 ? DType::kF16 : DType::kBF16;
+}
 
 std::string encode(int t, int64_t count, uint32_t ggml_type) {
   std::vector<float> values(static_cast<size_t>(count));
@@ -154,8 +159,15 @@ TEST(GgufLoader, ReadsConfigVocabularyAndWeights) {
       ASSERT_EQ(tensors[t].first, order[t]);
       const WeightTensor& w = *tensors[t].second;
       EXPECT_EQ(w.shape, specs[t].shape) << specs[t].name;
-      EXPECT_EQ(w.owned.empty(), type == testing::kGgmlF32) << specs[t].name;
-      for (int64_t i = 0; i < w.numel(); ++i) ASSERT_EQ(w.data[i], element(static_cast<int>(t), i)) << specs[t].name;
+      // Matrices stay as stored, in the mapping; vectors (norms) become owned float32.
+      const bool vector = w.shape.size() == 1;
+      EXPECT_EQ(w.dtype, vector ? DType::kF32 : stored_dtype(type)) << specs[t].name;
+      EXPECT_EQ(w.owned.empty(), !vector || type == testing::kGgmlF32) << specs[t].name;
+      std::vector<float> values(static_cast<size_t>(w.numel()));
+      quant::dequantize_rows(w.dtype, w.data, w.rows(), w.cols(), values.data());
+      for (int64_t i = 0; i < w.numel(); ++i) {
+        ASSERT_EQ(values[static_cast<size_t>(i)], element(static_cast<int>(t), i)) << specs[t].name;
+      }
     }
   }
 }

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "model/test_files.h"
+#include "model/weights_helpers.h"
 #include "star/model/model_loader.h"
 #include "star/model/synthetic_model.h"
 #include "star/model/synthetic_tokenizer.h"
@@ -174,9 +175,10 @@ TEST(SyntheticModel, WeightScalesMatchTheDesign) {
   ASSERT_TRUE(model.ok());
   auto stats = [](const WeightTensor& t) {
     double sum = 0, sum_sq = 0;
-    for (int64_t i = 0; i < t.numel(); ++i) sum += t.data[i];
+    const std::vector<float> values = testing::values_of(t);
+    for (float v : values) sum += v;
     const double mean = sum / static_cast<double>(t.numel());
-    for (int64_t i = 0; i < t.numel(); ++i) sum_sq += (t.data[i] - mean) * (t.data[i] - mean);
+    for (float v : values) sum_sq += (v - mean) * (v - mean);
     return std::pair{mean, std::sqrt(sum_sq / static_cast<double>(t.numel()))};
   };
   const LlamaWeights& w = model->weights;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "star/model/llama_weights.h"
+#include "star/quant/dequantize.h"
 
 namespace star::testing {
 
@@ -23,6 +24,13 @@ inline std::vector<std::pair<std::string, const WeightTensor*>> all_tensors(cons
   out.emplace_back("final_norm", &w.final_norm);
   out.emplace_back("lm_head", &w.lm_head);
   return out;
+}
+
+// The tensor's elements as float32, whatever its stored type.
+inline std::vector<float> values_of(const WeightTensor& t) {
+  std::vector<float> values(static_cast<size_t>(t.numel()));
+  quant::dequantize_rows(t.dtype, t.data, t.rows(), t.cols(), values.data());
+  return values;
 }
 
 }  // namespace star::testing

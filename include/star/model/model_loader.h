@@ -1,4 +1,4 @@
-// load_model: a Llama checkpoint (HF directory or .gguf file) -> LlamaConfig + float32 LlamaWeights.
+// load_model: a Llama checkpoint (HF directory or .gguf file) -> LlamaConfig + LlamaWeights as stored.
 //
 // HF directory: config.json (+ generation_config.json), model.safetensors or a sharded
 //   model.safetensors.index.json, tokenizer.json and tokenizer_config.json when present.
@@ -10,7 +10,8 @@
 //   ffn_norm}, output_norm, output. Q/K rows stay as stored, in adjacent-pair order: rope_layout
 //   kAdjacent. An absent `output`, or one byte-identical to token_embd, means tied embeddings.
 //
-// F32 tensors borrow the mapping (zero copy; keep_alive holds it); F16/BF16 become owned float32.
+// Matrices keep their stored type (F32, F16, BF16, GGUF blocks) and borrow the mapping (zero copy;
+// keep_alive holds it); norm vectors that are not F32 become owned float32.
 // Every tensor's shape is checked against the config. Errors name the file, the tensor or key,
 // and the problem: kNotFound (missing file or tensor), kInvalidArgument (shape mismatch, missing or
 // bad config key, not Llama), kDataLoss (malformed file), kUnimplemented (unsupported dtype,

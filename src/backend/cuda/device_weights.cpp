@@ -1,15 +1,17 @@
 #include "star/backend/cuda/device_weights.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "star/model/dtype.h"
+#include "star/quant/dequantize.h"
 
 namespace star::cuda {
 namespace {
 
-// Elements converted per host-to-device copy: bounds the staging memory (32 MiB) for tensors of
-// any size (a 128K-vocabulary embedding has half a billion elements).
+// Elements converted per host-to-device copy: bounds the staging memory (96 MiB: float32 and bf16)
+// for tensors of any size (a 128K-vocabulary embedding has half a billion elements).
 constexpr size_t kStagingElements = size_t{1} << 24;
 
 Status check_elements(const WeightTensor& tensor, int64_t expected, const std::string& name) {
@@ -21,22 +23,34 @@ Status check_elements(const WeightTensor& tensor, int64_t expected, const std::s
   return ok_status();
 }
 
+// Any stored type becomes bf16: bf16 rows are copied as they are, the others widened to float32
+// (quant::dequantize_rows, exact) and rounded once to nearest even.
 Result<DeviceBuffer<__nv_bfloat16>> upload_bf16(const WeightTensor& tensor, int64_t expected,
                                                 const std::string& name) {
   if (Status s = check_elements(tensor, expected, name); !s.ok()) return s;
   const auto count = static_cast<size_t>(expected);
   Result<DeviceBuffer<__nv_bfloat16>> buffer = DeviceBuffer<__nv_bfloat16>::allocate(count);
   if (!buffer.ok()) return buffer.status();
-  std::vector<__nv_bfloat16> staging(std::min(count, kStagingElements));
-  for (size_t first = 0; first < count; first += staging.size()) {
-    const size_t n = std::min(staging.size(), count - first);
-    for (size_t i = 0; i < n; ++i) {
-      __nv_bfloat16_raw raw;
-      raw.x = f32_to_bf16(tensor.data[first + i]);
-      staging[i] = __nv_bfloat16(raw);
+  const int64_t cols = tensor.cols(), rows = tensor.rows();
+  const int64_t chunk_rows = std::clamp<int64_t>(static_cast<int64_t>(kStagingElements) / std::max<int64_t>(cols, 1), 1, rows);
+  std::vector<float> widened(static_cast<size_t>(chunk_rows * cols));
+  std::vector<__nv_bfloat16> staging(widened.size());
+  for (int64_t first = 0; first < rows; first += chunk_rows) {
+    const int64_t n = std::min(chunk_rows, rows - first);
+    const size_t elements = static_cast<size_t>(n * cols);
+    const std::byte* src = tensor.data + static_cast<size_t>(first) * tensor.row_bytes();
+    if (tensor.dtype == DType::kBF16) {
+      std::memcpy(staging.data(), src, elements * sizeof(__nv_bfloat16));
+    } else {
+      quant::dequantize_rows(tensor.dtype, src, n, cols, widened.data());
+      for (size_t i = 0; i < elements; ++i) {
+        __nv_bfloat16_raw raw;
+        raw.x = f32_to_bf16(widened[i]);
+        staging[i] = __nv_bfloat16(raw);
+      }
     }
-    if (Status s = cuda_status(cudaMemcpy(buffer->data() + first, staging.data(),
-                                          n * sizeof(__nv_bfloat16), cudaMemcpyHostToDevice),
+    if (Status s = cuda_status(cudaMemcpy(buffer->data() + first * cols, staging.data(),
+                                          elements * sizeof(__nv_bfloat16), cudaMemcpyHostToDevice),
                                ("upload_weights: copying " + name).c_str());
         !s.ok()) {
       return s;
@@ -48,7 +62,11 @@ Result<DeviceBuffer<__nv_bfloat16>> upload_bf16(const WeightTensor& tensor, int6
 Result<DeviceBuffer<float>> upload_f32(const WeightTensor& tensor, int64_t expected,
                                        const std::string& name) {
   if (Status s = check_elements(tensor, expected, name); !s.ok()) return s;
-  return DeviceBuffer<float>::upload({tensor.data, static_cast<size_t>(expected)});
+  if (tensor.f32() == nullptr) {
+    return invalid_argument("upload_weights: tensor " + name + " is " + dtype_name(tensor.dtype) +
+                            ", the norms are float32");
+  }
+  return DeviceBuffer<float>::upload({tensor.f32(), static_cast<size_t>(expected)});
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "model_command.h"
 
 #include <CLI/CLI.hpp>
+#include <sys/resource.h>
 
 #include <chrono>
 #include <cstdio>
@@ -11,7 +12,9 @@
 #include "machine_rates.h"
 #include "star/attention/layer_attentions.h"
 #include "star/backend/backend_selection.h"
-#include "star/engine/runtime_model.h"
+#include "star/backend/cpu/dot_kernels.h"
+#include "star/model/llama_model.h"
+#include "star/model/model_loader.h"
 
 namespace star {
 namespace {
@@ -28,8 +31,15 @@ double linear_flops_per_token(const LlamaConfig& c) {
   return 2.0 * per_layer * c.n_layers;
 }
 
-double weight_bytes_read_per_token(const LlamaConfig& c) {
-  return (linear_flops_per_token(c) / 2 + c.dim * double(c.vocab_size)) * sizeof(float);
+// The stored bytes of every matrix a decoded token reads (the embedding row excluded).
+double weight_bytes_read_per_token(const LlamaWeights& w) {
+  double bytes = static_cast<double>(w.lm_head.bytes());
+  for (const LlamaLayerWeights& l : w.layers) {
+    for (const WeightTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      bytes += static_cast<double>(t->bytes());
+    }
+  }
+  return bytes;
 }
 
 }  // namespace
@@ -54,12 +64,18 @@ int run_model_command(const ModelCommandOptions& o) {
     std::fprintf(stderr, "%s\n", s.to_string().c_str());
     return 1;
   }
-  Result<RuntimeModel> model = open_model(model_path);
+  // The weights alone: a benchmark of random token ids needs no tokenizer.
+  Result<LoadedModel> loaded = load_model(model_path);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "%s\n", loaded.status().to_string().c_str());
+    return 1;
+  }
+  Result<LlamaModel> model = LlamaModel::create(std::move(loaded->config), std::move(loaded->weights));
   if (!model.ok()) {
     std::fprintf(stderr, "%s\n", model.status().to_string().c_str());
     return 1;
   }
-  const LlamaModel& llama = *model->llama;
+  const LlamaModel& llama = *model;
   const LlamaConfig& c = llama.config();
   if (prompt_tokens + decode_tokens > c.max_position_embeddings) {
     std::fprintf(stderr, "--prompt-tokens + --decode-tokens exceed the model's %lld positions\n",
@@ -97,14 +113,21 @@ int run_model_command(const ModelCommandOptions& o) {
                                2.0 * c.dim * c.vocab_size;
   const double prefill_gflops = prefill_flops / prefill / 1e9;
   const double mean_kv_bytes = cache.bytes_per_token() * (prompt_tokens + decode_tokens / 2.0);
-  const double decode_gbps = (weight_bytes_read_per_token(c) + mean_kv_bytes) * decode_tokens / decode / 1e9;
+  const double decode_gbps = (weight_bytes_read_per_token(llama.weights()) + mean_kv_bytes) * decode_tokens / decode / 1e9;
+  // Before the machine-rate measurements below, which allocate buffers of their own.
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const double peak_rss_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;
   const double sgemm = measure_sgemm_gflops(prompt_tokens, c.hidden_dim, c.dim);
   const double copy = measure_copy_gbps();
 
+  std::printf("weights %s (output %s), row-dot kernels %s\n", dtype_name(llama.weights().layers[0].w_up.dtype),
+              dtype_name(llama.weights().lm_head.dtype), cpu::isa_name(cpu::best_isa()));
   std::printf("model %s: %lld parameters, dim %lld, %lld layers, %lld/%lld heads, vocab %lld\n", model_path.c_str(),
               static_cast<long long>(c.parameter_count()), static_cast<long long>(c.dim),
               static_cast<long long>(c.n_layers), static_cast<long long>(c.n_heads),
               static_cast<long long>(c.n_kv_heads), static_cast<long long>(c.vocab_size));
+  std::printf("peak RSS after prefill and decode: %.1f MiB\n", peak_rss_mib);
   std::printf("| measure | value | machine reference | fraction |\n|---|---|---|---|\n");
   std::printf("| prefill %lld tokens | %.1f tokens/s, %.1f GFLOP/s | sgemm %lldx%lldx%lld: %.1f GFLOP/s | %.0f%% |\n",
               static_cast<long long>(prompt_tokens), prompt_tokens / prefill, prefill_gflops,

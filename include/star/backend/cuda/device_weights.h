@@ -1,6 +1,7 @@
 // DeviceLlamaWeights: a model's weights on the GPU. Matrices are bf16, the GEMMs' input type
-// (lossless for bf16 checkpoints, one rounding to nearest even for f32/f16 ones); the RMSNorm
-// weights stay float32. With tied embeddings the output projection reads the embedding table.
+// (lossless for bf16 checkpoints, one rounding to nearest even for f32/f16 ones and for GGUF block
+// types, which are first widened exactly to float32); the RMSNorm weights stay float32. With tied
+// embeddings the output projection reads the embedding table.
 #pragma once
 
 #include <cuda_bf16.h>

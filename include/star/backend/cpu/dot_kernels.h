@@ -1,0 +1,46 @@
+// Row dot products between one stored weight row and one activation row, per weight type and
+// instruction set. The activation row is first converted to the type the kernel multiplies in:
+//
+//   weight        activations   arithmetic
+//   Q4_0, Q8_0    Q8_0 blocks   int8 products summed exactly per block, then d_w·d_x·Σ in float
+//   F16           float32       F16C widening + FMA
+//   BF16          BF16          bf16 pair products (vdpbf16ps), float sums
+//
+// Every kernel has a plain scalar version, the reference the vector ones are tested against.
+// The other block types have no row-dot kernel: matmul widens them to float32 tiles.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "star/model/dtype.h"
+
+namespace star::cpu {
+
+enum class Isa {
+  kScalar,
+  kAvx2,    // AVX2 + FMA + F16C
+  kAvx512,  // AVX-512 F/BW/VL with VNNI and BF16
+};
+const char* isa_name(Isa isa);
+// The widest of the above that this CPU runs, read once from cpuid.
+Isa best_isa();
+
+using RowDot = float (*)(const std::byte* weight_row, const std::byte* activation_row, int64_t k);
+
+struct DotKernel {
+  DType activation_type;  // kQ8_0, kF32 or kBF16
+  RowDot dot;
+};
+
+// The kernel for `weight_type` on `isa`, or nullptr when there is none (the type has no row-dot
+// kernel, or the CPU lacks `isa`).
+const DotKernel* find_dot_kernel(DType weight_type, Isa isa);
+
+// Bytes of one activation row of k elements as `activation_type`.
+size_t activation_row_bytes(DType activation_type, int64_t k);
+// x[k] -> one activation row. Q8_0 as ggml's quantize_row_q8_0 (d = max|x|/127 stored as f16,
+// q = round(x/d)); BF16 rounds to nearest even; F32 copies.
+void quantize_activation_row(DType activation_type, const float* x, int64_t k, std::byte* out);
+
+}  // namespace star::cpu

@@ -1,0 +1,34 @@
+// WeightTensor: one weight of a model as it is stored in its file (F32, F16, BF16 or a GGUF block
+// type), row-major in HF's Linear layout [out_features, in_features]. Matrices point into the
+// memory-mapped checkpoint, so ranks on one host share the pages; only norm vectors are widened to
+// float32, and data the file leaves misaligned for its type is copied.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "star/model/dtype.h"
+
+namespace star {
+
+struct WeightTensor {
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;              // e.g. {out, in}
+  const std::byte* data = nullptr;         // rows() rows of row_bytes() bytes, back to back
+  std::vector<float> owned;                // storage of a converted or copied tensor, else empty
+  std::shared_ptr<const void> keep_alive;  // the mapping a borrowed tensor points into
+
+  int64_t numel() const;
+  int64_t cols() const { return shape.empty() ? 0 : shape.back(); }
+  int64_t rows() const { return cols() == 0 ? 0 : numel() / cols(); }
+  size_t row_bytes() const { return static_cast<size_t>(dtype_row_bytes(dtype, cols())); }
+  size_t bytes() const { return static_cast<size_t>(rows()) * row_bytes(); }
+  // The elements of an F32 tensor (norms always are); null for any other type.
+  const float* f32() const {
+    return dtype == DType::kF32 ? reinterpret_cast<const float*>(data) : nullptr;
+  }
+};
+
+}  // namespace star

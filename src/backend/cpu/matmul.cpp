@@ -1,0 +1,138 @@
+#include "star/backend/cpu/matmul.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cassert>
+#include <vector>
+
+#include "star/backend/cpu/dot_kernels.h"
+#include "star/backend/cpu/gemm.h"
+#include "star/quant/dequantize.h"
+#include "quant/widen_rows.h"
+#include "simd.h"
+
+namespace star::cpu {
+namespace {
+
+// Float32 bytes of one widened weight tile. sgemm packs its operands itself, so the tile only
+// bounds the scratch memory; a large one keeps the number of sgemm calls (each with its thread
+// start-up) to one per matrix, the output projection aside.
+constexpr int64_t kTileBytes = int64_t{8} << 20;
+
+// Few activation rows: each weight row is read once, in its stored form, and dotted with every
+// activation row while it is in L1. Output rows are split across the OpenMP threads.
+void matmul_row_dots(const float* x, int64_t n, const WeightTensor& w, const DotKernel& kernel,
+                     float* y, bool accumulate) {
+  const int64_t k = w.cols(), m = w.rows();
+  const size_t x_row_bytes = activation_row_bytes(kernel.activation_type, k);
+  std::vector<std::byte> xq(static_cast<size_t>(n) * x_row_bytes);
+  for (int64_t i = 0; i < n; ++i) {
+    quantize_activation_row(kernel.activation_type, x + i * k, k, xq.data() + i * x_row_bytes);
+  }
+  const size_t w_row_bytes = w.row_bytes();
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < m; ++r) {
+    const std::byte* row = w.data + r * w_row_bytes;
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = kernel.dot(row, xq.data() + i * x_row_bytes, k);
+      float& out = y[i * m + r];
+      out = accumulate ? out + v : v;
+    }
+  }
+}
+
+float dot_f32(const float* a, const float* b, int64_t k) {
+  simd::Vec acc0{}, acc1{};
+  int64_t i = 0;
+  for (; i + 2 * simd::kLanes <= k; i += 2 * simd::kLanes) {
+    acc0 += simd::load(a + i) * simd::load(b + i);
+    acc1 += simd::load(a + i + simd::kLanes) * simd::load(b + i + simd::kLanes);
+  }
+  float sum = simd::reduce_add(acc0 + acc1);
+  for (; i < k; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+// Few activation rows and a type without a row-dot kernel (Q4_1, Q5_x, the K-quants): each weight
+// row is widened into an L1-sized buffer and dotted with the float32 activations, so the weight
+// is still read once in its stored form and never written back widened.
+void matmul_widened_rows(const float* x, int64_t n, const WeightTensor& w, float* y, bool accumulate) {
+  const int64_t k = w.cols(), m = w.rows();
+#pragma omp parallel
+  {
+    std::vector<float> row(static_cast<size_t>(k));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < m; ++r) {
+      dequantize_weight_rows(w, r, 1, row.data());
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = dot_f32(row.data(), x + i * k, k);
+        float& out = y[i * m + r];
+        out = accumulate ? out + v : v;
+      }
+    }
+  }
+}
+
+// Many activation rows: widen a tile of weight rows to float32, multiply it with sgemm into the
+// tile's columns of y, next tile.
+void matmul_widened_tiles(const float* x, int64_t n, const WeightTensor& w, float* y, bool accumulate) {
+  const int64_t k = w.cols(), m = w.rows();
+  const int64_t tile_rows = std::clamp<int64_t>(kTileBytes / (k * static_cast<int64_t>(sizeof(float))), 16, m);
+  // Reused across calls: a fresh allocation this size is a fresh mapping, page-faulted in each time.
+  thread_local std::vector<float> scratch;
+  scratch.resize(static_cast<size_t>(tile_rows * k));
+  float* const tile = scratch.data();  // the OpenMP workers' own thread_local would be empty
+  const float beta = accumulate ? 1.f : 0.f;
+  for (int64_t first = 0; first < m; first += tile_rows) {
+    const int64_t rows = std::min(tile_rows, m - first);
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) dequantize_weight_rows(w, first + r, 1, tile + r * k);
+    if (n == 1) {
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<blasint>(rows), static_cast<blasint>(k), 1.f,
+                  tile, static_cast<blasint>(k), x, 1, beta, y + first, 1);
+    } else {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(n), static_cast<blasint>(rows),
+                  static_cast<blasint>(k), 1.f, x, static_cast<blasint>(k), tile,
+                  static_cast<blasint>(k), beta, y + first, static_cast<blasint>(m));
+    }
+  }
+}
+
+}  // namespace
+
+void dequantize_weight_rows(const WeightTensor& w, int64_t first, int64_t count, float* out) {
+  const std::byte* src = w.data + static_cast<size_t>(first) * w.row_bytes();
+  if (w.dtype == DType::kQ6_K) {
+    for (int64_t r = 0; r < count; ++r) widen_q6_k_row(src + r * w.row_bytes(), w.cols(), out + r * w.cols());
+  } else if (dtype_is_quantized(w.dtype)) {
+    quant::dequantize_rows(w.dtype, src, count, w.cols(), out);
+  } else {
+    convert_to_f32(w.dtype, src, static_cast<size_t>(count * w.cols()), out);
+  }
+}
+
+void matmul(const float* x, int64_t n, const WeightTensor& w, float* y, bool accumulate) {
+  assert(w.shape.size() == 2);
+  const int64_t k = w.cols(), m = w.rows();
+  if (w.dtype == DType::kF32) {
+    matmul_nt(x, n, k, w.f32(), m, y, accumulate);
+    return;
+  }
+  if (n == 0 || m == 0) return;
+  if (k == 0) {
+    if (!accumulate) std::fill(y, y + n * m, 0.f);
+    return;
+  }
+  if (n <= kRowDotMaxRows) {
+    if (const DotKernel* kernel = find_dot_kernel(w.dtype, best_isa())) {
+      matmul_row_dots(x, n, w, *kernel, y, accumulate);
+    } else {
+      matmul_widened_rows(x, n, w, y, accumulate);
+    }
+    return;
+  }
+  matmul_widened_tiles(x, n, w, y, accumulate);
+}
+
+}  // namespace star::cpu

@@ -1,0 +1,69 @@
+#include "star/backend/cpu/dot_kernels.h"
+
+#include "row_dots.h"
+
+namespace star::cpu {
+namespace {
+
+struct KernelRow {
+  DType weight_type;
+  DotKernel by_isa[3];  // indexed by Isa
+};
+
+const KernelRow kKernels[] = {
+    {DType::kQ4_0,
+     {{DType::kQ8_0, row_dots::q4_0_q8_0_scalar},
+      {DType::kQ8_0, row_dots::q4_0_q8_0_avx2},
+      {DType::kQ8_0, row_dots::q4_0_q8_0_avx512}}},
+    {DType::kQ8_0,
+     {{DType::kQ8_0, row_dots::q8_0_q8_0_scalar},
+      {DType::kQ8_0, row_dots::q8_0_q8_0_avx2},
+      {DType::kQ8_0, row_dots::q8_0_q8_0_avx512}}},
+    {DType::kF16,
+     {{DType::kF32, row_dots::f16_f32_scalar},
+      {DType::kF32, row_dots::f16_f32_avx2},
+      {DType::kF32, row_dots::f16_f32_avx512}}},
+    {DType::kBF16,
+     {{DType::kBF16, row_dots::bf16_bf16_scalar},
+      {DType::kBF16, row_dots::bf16_bf16_avx2},
+      {DType::kBF16, row_dots::bf16_bf16_avx512}}},
+};
+
+Isa detect_isa() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
+      __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("f16c")) {
+    return Isa::kAvx512;
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
+    return Isa::kAvx2;
+  }
+  return Isa::kScalar;
+}
+
+}  // namespace
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: return "scalar";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512: return "avx512";
+  }
+  return "?";
+}
+
+Isa best_isa() {
+  static const Isa isa = detect_isa();
+  return isa;
+}
+
+const DotKernel* find_dot_kernel(DType weight_type, Isa isa) {
+  if (static_cast<int>(isa) > static_cast<int>(best_isa())) return nullptr;
+  for (const KernelRow& row : kKernels) {
+    if (row.weight_type == weight_type) return &row.by_isa[static_cast<int>(isa)];
+  }
+  return nullptr;
+}
+
+}  // namespace star::cpu

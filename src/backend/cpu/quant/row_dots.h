@@ -1,0 +1,28 @@
+// The row-dot kernels behind find_dot_kernel (star/backend/cpu/dot_kernels.h), one function per
+// weight type and instruction set. Weight rows are whole blocks; k is the row's element count.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace star::cpu::row_dots {
+
+// Plain C++: the references.
+float q4_0_q8_0_scalar(const std::byte* w, const std::byte* x, int64_t k);
+float q8_0_q8_0_scalar(const std::byte* w, const std::byte* x, int64_t k);
+float f16_f32_scalar(const std::byte* w, const std::byte* x, int64_t k);
+float bf16_bf16_scalar(const std::byte* w, const std::byte* x, int64_t k);
+
+// AVX2 + FMA + F16C.
+float q4_0_q8_0_avx2(const std::byte* w, const std::byte* x, int64_t k);
+float q8_0_q8_0_avx2(const std::byte* w, const std::byte* x, int64_t k);
+float f16_f32_avx2(const std::byte* w, const std::byte* x, int64_t k);
+float bf16_bf16_avx2(const std::byte* w, const std::byte* x, int64_t k);
+
+// AVX-512 VNNI (vpdpbusd on 256-bit lanes) and AVX-512 BF16 (vdpbf16ps).
+float q4_0_q8_0_avx512(const std::byte* w, const std::byte* x, int64_t k);
+float q8_0_q8_0_avx512(const std::byte* w, const std::byte* x, int64_t k);
+float f16_f32_avx512(const std::byte* w, const std::byte* x, int64_t k);
+float bf16_bf16_avx512(const std::byte* w, const std::byte* x, int64_t k);
+
+}  // namespace star::cpu::row_dots

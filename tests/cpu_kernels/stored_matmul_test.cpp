@@ -1,0 +1,135 @@
+// cpu::matmul over weights of every stored type: up to kRowDotMaxRows activation rows it equals the
+// scalar row-dot kernel element by element (up to re-association); past it, and for the types
+// without a row-dot kernel at any row count, it equals sgemm on the dequantized weight (up to float
+// rounding).
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <random>
+
+#include "cpu_kernels/attention_reference.h"
+#include "cpu_kernels/random_weights.h"
+#include "star/backend/cpu/dot_kernels.h"
+#include "star/backend/cpu/gemm.h"
+#include "star/backend/cpu/matmul.h"
+#include "star/quant/dequantize.h"
+
+namespace star {
+namespace {
+
+const DType kAllStoredTypes[] = {DType::kF16,  DType::kBF16, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
+                                 DType::kQ5_1, DType::kQ8_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+
+struct Case {
+  std::vector<std::byte> bytes;
+  WeightTensor w;
+  std::vector<float> w_hat;  // the weight dequantized
+};
+
+Case random_case(DType type, int64_t m, int64_t k, std::mt19937& rng) {
+  Case c;
+  c.bytes = testing::random_weight_rows(type, m, k, rng);
+  c.w = testing::weight_over(type, c.bytes, m, k);
+  c.w_hat.resize(static_cast<size_t>(m * k));
+  quant::dequantize_rows(type, c.bytes.data(), m, k, c.w_hat.data());
+  return c;
+}
+
+// Σ_c |x[i, c] · ŵ[j, c]| for each output: the scale float rounding of a sum of k products has
+// (computed as |x|·|ŵ|ᵀ with sgemm, itself good to far better than the tolerances it sets).
+std::vector<double> magnitudes(const std::vector<float>& x, int64_t n, const Case& c, int64_t m, int64_t k) {
+  std::vector<float> x_abs(x.size()), w_abs(c.w_hat.size()), out(static_cast<size_t>(n * m));
+  for (size_t i = 0; i < x.size(); ++i) x_abs[i] = std::fabs(x[i]);
+  for (size_t i = 0; i < c.w_hat.size(); ++i) w_abs[i] = std::fabs(c.w_hat[i]);
+  cpu::matmul_nt(x_abs.data(), n, k, w_abs.data(), m, out.data());
+  return std::vector<double>(out.begin(), out.end());
+}
+
+TEST(StoredMatmul, FewRowsEqualTheScalarRowDot) {
+  std::mt19937 rng(21);
+  const int64_t m = 70, k = 256;
+  for (DType type : {DType::kQ4_0, DType::kQ8_0, DType::kF16, DType::kBF16}) {
+    const cpu::DotKernel* scalar = cpu::find_dot_kernel(type, cpu::Isa::kScalar);
+    ASSERT_NE(scalar, nullptr);
+    const Case c = random_case(type, m, k, rng);
+    for (int64_t n : {int64_t{1}, int64_t{3}, cpu::kRowDotMaxRows}) {
+      for (bool accumulate : {false, true}) {
+        const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);
+        const auto y0 = testing::random_tensor(static_cast<size_t>(n * m), rng);
+        std::vector<float> y = y0;
+        cpu::matmul(x.data(), n, c.w, y.data(), accumulate);
+        const auto mag = magnitudes(x, n, c, m, k);
+        std::vector<std::byte> xq(cpu::activation_row_bytes(scalar->activation_type, k));
+        for (int64_t i = 0; i < n; ++i) {
+          cpu::quantize_activation_row(scalar->activation_type, x.data() + i * k, k, xq.data());
+          for (int64_t j = 0; j < m; ++j) {
+            const float want = scalar->dot(c.bytes.data() + j * c.w.row_bytes(), xq.data(), k) +
+                               (accumulate ? y0[i * m + j] : 0.f);
+            // Re-association of the k/block (or k) float sums, with the activation rounding's
+            // slack on the magnitude (the kernels sum ŵ·x̂, not ŵ·x).
+            const double tolerance = (static_cast<double>(k) + 16) * std::ldexp(1.0, -23) * 1.1 * mag[i * m + j] +
+                                     std::ldexp(1.0, -23) * std::fabs(y0[i * m + j]);
+            ASSERT_NEAR(y[i * m + j], want, tolerance) << dtype_name(type) << " n=" << n << " [" << i << "," << j << "]";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(StoredMatmul, ManyRowsAndOtherTypesEqualSgemmOfTheDequantizedWeight) {
+  std::mt19937 rng(22);
+  // k = 4096 gives 512-row tiles of 8 MiB: m = 600 takes a whole tile and a partial one.
+  const int64_t m = 600, k = 4096;
+  for (DType type : kAllStoredTypes) {
+    const Case c = random_case(type, m, k, rng);
+    std::vector<int64_t> row_counts = {cpu::kRowDotMaxRows + 1, 19};
+    // Few rows of a type without a row-dot kernel: rows widened in L1, float32 dots.
+    if (cpu::find_dot_kernel(type, cpu::Isa::kScalar) == nullptr) row_counts.insert(row_counts.end(), {1, 3});
+    for (int64_t n : row_counts) {
+      for (bool accumulate : {false, true}) {
+        const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);
+        const auto y0 = testing::random_tensor(static_cast<size_t>(n * m), rng);
+        std::vector<float> y = y0, want = y0;
+        cpu::matmul(x.data(), n, c.w, y.data(), accumulate);
+        cpu::matmul_nt(x.data(), n, k, c.w_hat.data(), m, want.data(), accumulate);
+        const auto mag = magnitudes(x, n, c, m, k);
+        for (size_t e = 0; e < y.size(); ++e) {
+          ASSERT_NEAR(y[e], want[e], 1e-6 * (mag[e] + std::fabs(y0[e])) + 1e-7)
+              << dtype_name(type) << " n=" << n << " element " << e;
+        }
+      }
+    }
+  }
+}
+
+TEST(StoredMatmul, WidenedRowsAreDequantizeRowsBitForBit) {
+  std::mt19937 rng(24);
+  const int64_t m = 9, k = 512;
+  for (DType type : kAllStoredTypes) {
+    const Case c = random_case(type, m, k, rng);
+    std::vector<float> rows(static_cast<size_t>(3 * k));
+    cpu::dequantize_weight_rows(c.w, 5, 3, rows.data());
+    for (size_t e = 0; e < rows.size(); ++e) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(rows[e]), std::bit_cast<uint32_t>(c.w_hat[5 * k + e])) << dtype_name(type) << " " << e;
+    }
+  }
+}
+
+TEST(StoredMatmul, F32WeightsAreTheBlasProduct) {
+  std::mt19937 rng(23);
+  const int64_t n = 3, m = 17, k = 40;
+  const auto w = testing::random_tensor(static_cast<size_t>(m * k), rng);
+  const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);
+  WeightTensor t;
+  t.shape = {m, k};
+  t.data = reinterpret_cast<const std::byte*>(w.data());
+  std::vector<float> y(static_cast<size_t>(n * m)), want(y.size());
+  cpu::matmul(x.data(), n, t, y.data());
+  cpu::matmul_nt(x.data(), n, k, w.data(), m, want.data());
+  EXPECT_EQ(y, want);
+}
+
+}  // namespace
+}  // namespace star

@@ -1,0 +1,128 @@
+// The engine on a GGUF file of each stored type equals the engine on the float32 weights
+// dequantized from that same file (the exact identity: dequantize, then run the f32 path):
+// prefill (many rows: widened tiles + sgemm) to float rounding, decode (one row: int8 / bf16
+// row dots on rounded activations) within the activation rounding.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "star/attention/layer_attentions.h"
+#include "star/backend/cpu/matmul.h"
+#include "star/model/llama_model.h"
+#include "star/model/model_loader.h"
+#include "star/model/synthetic_gguf.h"
+#include "star/quant/dequantize.h"
+#include "support/temp_dir.h"
+
+namespace star {
+namespace {
+
+// Rows of 256 and 512, so the K-quants are stored as such rather than through their fallbacks.
+SyntheticModelSpec wide_spec() {
+  SyntheticModelSpec spec;
+  spec.config = *synthetic_preset("tiny");
+  spec.config.dim = 256;
+  spec.config.hidden_dim = 512;
+  spec.config.head_dim = 64;
+  spec.config.rope_scaling = RopeScaling{};
+  spec.seed = 5;
+  return spec;
+}
+
+void widen(WeightTensor& t) {
+  if (t.dtype == DType::kF32) return;
+  std::vector<float> values(static_cast<size_t>(t.numel()));
+  quant::dequantize_rows(t.dtype, t.data, t.rows(), t.cols(), values.data());
+  t.owned = std::move(values);
+  t.dtype = DType::kF32;
+  t.data = reinterpret_cast<const std::byte*>(t.owned.data());
+  t.keep_alive.reset();
+}
+
+LlamaWeights widened(const LlamaWeights& stored) {
+  LlamaWeights w = stored;
+  widen(w.embed);
+  widen(w.final_norm);
+  widen(w.lm_head);
+  for (LlamaLayerWeights& l : w.layers) {
+    for (WeightTensor* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down}) {
+      widen(*t);
+    }
+  }
+  return w;
+}
+
+// Logits of a prompt (all rows) followed by `decode_steps` single-token steps (one row each).
+struct Logits {
+  std::vector<float> prefill, decode;
+};
+
+Logits run(const LlamaModel& model, const std::vector<int32_t>& prompt, const std::vector<int32_t>& decoded) {
+  const LlamaConfig& c = model.config();
+  KvCache cache(c.n_layers, c.n_kv_heads, c.head_dim);
+  LocalCausalAttention attention(AttentionShape::of(c), cache);
+  std::vector<int32_t> positions(prompt.size());
+  std::iota(positions.begin(), positions.end(), 0);
+  Logits r;
+  auto prefill = model.forward(prompt, positions, attention, static_cast<int64_t>(prompt.size()));
+  EXPECT_TRUE(prefill.ok()) << prefill.status().to_string();
+  if (prefill.ok()) r.prefill = *prefill;
+  for (size_t i = 0; i < decoded.size(); ++i) {
+    const std::vector<int32_t> token = {decoded[i]}, position = {static_cast<int32_t>(prompt.size() + i)};
+    auto step = model.forward(token, position, attention, 1);
+    EXPECT_TRUE(step.ok()) << step.status().to_string();
+    if (step.ok()) r.decode.insert(r.decode.end(), step->begin(), step->end());
+  }
+  return r;
+}
+
+double max_abs(const std::vector<float>& v) {
+  double m = 0;
+  for (float x : v) m = std::max(m, std::fabs(static_cast<double>(x)));
+  return m;
+}
+
+double max_abs_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(static_cast<double>(a[i]) - b[i]));
+  return m;
+}
+
+TEST(StoredWeights, EngineEqualsTheF32PathOnTheDequantizedFile) {
+  const SyntheticModelSpec spec = wide_spec();
+  testing::TempDir dir;
+  std::vector<int32_t> prompt(cpu::kRowDotMaxRows + 4);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((37 * i + 11) % 200);
+  const std::vector<int32_t> decoded = {7, 150, 42};
+  for (const GgufFileType& type : gguf_file_types()) {
+    SCOPED_TRACE(type.name);
+    const auto file = dir / (std::string(type.name) + ".gguf");
+    ASSERT_TRUE(write_synthetic_gguf(spec, type, file).ok());
+    Result<LoadedModel> loaded = load_model(file);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+    if (type.base != DType::kF32) EXPECT_EQ(loaded->weights.layers[0].w_up.dtype, type.base);
+    Result<LlamaModel> reference = LlamaModel::create(loaded->config, widened(loaded->weights));
+    Result<LlamaModel> stored = LlamaModel::create(loaded->config, std::move(loaded->weights));
+    ASSERT_TRUE(reference.ok() && stored.ok());
+    const Logits want = run(*reference, prompt, decoded), got = run(*stored, prompt, decoded);
+    ASSERT_EQ(got.prefill.size(), want.prefill.size());
+    ASSERT_EQ(got.decode.size(), want.decode.size());
+
+    // Prefill multiplies the same float32 values with sgemm, tile by tile: only the summation
+    // order differs.
+    EXPECT_LE(max_abs_difference(got.prefill, want.prefill), 1e-4 * max_abs(want.prefill)) << "prefill";
+    // Decode rounds every matmul input to 8-bit blocks (Q4_0, Q8_0: up to ~1/254 of a block's
+    // largest value an element) or to bf16 (2^-8 of each value); through two layers and the output
+    // projection that moved the logits by at most 1.9% (q8_0, whose output matrix is Q8_0 too) of
+    // their largest magnitude, hence 4%. F16 and the types without a row-dot kernel keep float32
+    // activations and see only re-association.
+    const bool rounded_activations = type.base == DType::kQ4_0 || type.base == DType::kQ8_0 || type.base == DType::kBF16;
+    const double decode_tolerance = rounded_activations ? 4e-2 : 1e-4;
+    EXPECT_LE(max_abs_difference(got.decode, want.decode), decode_tolerance * max_abs(want.decode)) << "decode";
+  }
+}
+
+}  // namespace
+}  // namespace star
