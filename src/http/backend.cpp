@@ -47,7 +47,7 @@ grpc::Status Backend::model(ModelFacts& out) {
   ModelFacts facts;
   facts.id = model_id_from_source(info.source());
   facts.chat_format = parse_chat_format(info.chat_format()).value_or(ChatFormat::kNone);
-  facts.special_tokens = {info.bos_token(), info.eos_token()};
+  facts.special_tokens = {info.bos_token(), info.eos_token(), info.chat_default_system()};
   facts.max_positions = info.max_position_embeddings();
   facts.bos_token_id = info.bos_token_id();
   facts_ = facts;

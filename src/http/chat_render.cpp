@@ -90,17 +90,35 @@ Result<Pieces> render_llama2(std::span<const ChatMessage> messages, size_t user,
   return p;
 }
 
+// ChatML as SmolLM2's template writes it: "<|im_start|>{role}\n{content}<|im_end|>\n" per message,
+// content as given (no trim), the template's own system message first when the chat has none,
+// then the assistant header.
+Pieces render_chatml(std::span<const ChatMessage> messages, size_t user, std::string_view default_system) {
+  Pieces p;
+  auto turn = [](std::string_view role, std::string_view content) {
+    return std::string("<|im_start|>").append(role).append("\n").append(content).append("<|im_end|>\n");
+  };
+  if (!default_system.empty() && messages[0].role != "system") p.pieces.push_back(turn("system", default_system));
+  for (size_t i = 0; i < messages.size(); ++i) {
+    if (i == user) p.query_start = p.pieces.size();
+    p.pieces.push_back(turn(messages[i].role, messages[i].content));
+  }
+  p.pieces.push_back("<|im_start|>assistant\n");
+  return p;
+}
+
 }  // namespace
 
 Result<RenderedChat> render_chat(ChatFormat format, std::span<const ChatMessage> messages,
                                  const ChatSpecialTokens& tokens) {
   if (format == ChatFormat::kNone) {
-    return invalid_argument("messages: the model has no chat template starserve knows (Llama 3 or Llama 2); "
+    return invalid_argument("messages: the model has no chat template starserve knows (Llama 3, Llama 2 or ChatML); "
                             "use /v1/completions");
   }
   const size_t user = last_user(messages);
   if (user == messages.size()) return invalid_argument("messages: no message with role 'user'");
   if (format == ChatFormat::kLlama3) return render_llama3(messages, user, tokens).split();
+  if (format == ChatFormat::kChatMl) return render_chatml(messages, user, tokens.default_system).split();
   Result<Pieces> pieces = render_llama2(messages, user, tokens);
   if (!pieces.ok()) return pieces.status();
   return pieces->split();

@@ -1,5 +1,6 @@
 #include "star/model/config_validation.h"
 
+#include <cmath>
 #include <string>
 
 namespace star {
@@ -34,6 +35,19 @@ Status validate_llama_config(const LlamaConfig& c, std::string_view source) {
     }
     if (r.original_max_position_embeddings <= 0) {
       return invalid_argument(where + ": rope_scaling.original_max_position_embeddings must be > 0");
+    }
+  }
+  if (c.rope_scaling.type == RopeScaling::Type::kFreqFactors) {
+    const std::vector<float>& f = c.rope_scaling.freq_factors;
+    if (f.size() != static_cast<size_t>(c.head_dim / 2)) {
+      return invalid_argument(where + ": " + std::to_string(f.size()) + " rope frequency factors for head_dim " +
+                              std::to_string(c.head_dim) + " (need head_dim / 2)");
+    }
+    for (size_t i = 0; i < f.size(); ++i) {
+      if (!(f[i] > 0.f) || !std::isfinite(f[i])) {
+        return invalid_argument(where + ": rope frequency factor " + std::to_string(i) + " is " + std::to_string(f[i]) +
+                                " (must be finite and > 0)");
+      }
     }
   }
   for (int32_t id : c.eos_token_ids) {

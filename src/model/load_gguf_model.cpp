@@ -1,10 +1,10 @@
 #include <cstring>
-#include <limits>
 
 #include "llama_tensor_table.h"
 #include "model_loaders.h"
 #include "star/model/config_validation.h"
 #include "star/model/gguf.h"
+#include "star/model/gguf_vocabulary.h"
 #include "weight_conversion.h"
 
 namespace star {
@@ -41,12 +41,20 @@ Status read_rope_scaling(const GgufFile& gguf, LlamaConfig& c) {
       return unimplemented(where + ": llama.rope.scaling.type '" + *type + "' is not supported");
     }
   }
-  // llama.cpp stores Llama 3.1 rope scaling as precomputed per-frequency factors, not parameters.
-  if (gguf.contains_tensor("rope_freqs.weight")) {
-    return unimplemented(where + ": tensor 'rope_freqs.weight' (precomputed rope scaling) is not supported; "
-                         "load the HF checkpoint instead");
-  }
   c.rope_scaling = RopeScaling{};
+  // llama.cpp stores Llama 3.1/3.2 rope scaling as precomputed per-frequency factors, not parameters.
+  if (!gguf.contains_tensor("rope_freqs.weight")) return ok_status();
+  auto freqs = gguf.find_tensor("rope_freqs.weight");
+  if (!freqs.ok()) return freqs.status();
+  const std::vector<int64_t> expected = {c.head_dim / 2};
+  if (freqs->dtype != DType::kF32 || freqs->shape != expected) {
+    return invalid_argument(where + ": tensor 'rope_freqs.weight' is " + dtype_name(freqs->dtype) + " " +
+                            shape_to_string(freqs->shape) + ", expected F32 " + shape_to_string(expected) +
+                            " (one factor per rotary frequency)");
+  }
+  c.rope_scaling.type = RopeScaling::Type::kFreqFactors;
+  c.rope_scaling.freq_factors.resize(static_cast<size_t>(expected[0]));
+  std::memcpy(c.rope_scaling.freq_factors.data(), freqs->data, freqs->bytes);
   return ok_status();
 }
 
@@ -96,74 +104,6 @@ Result<LlamaConfig> read_config(const GgufFile& gguf) {
   return c;
 }
 
-Result<int32_t> token_id(const GgufFile& gguf, std::string_view key, size_t n_tokens) {
-  if (!gguf.has(key)) return -1;
-  auto id = gguf.get_int(key);
-  if (!id.ok()) return id.status();
-  if (*id < 0 || static_cast<uint64_t>(*id) >= n_tokens) {
-    return invalid_argument(gguf.path().string() + ": metadata key '" + std::string(key) + "' = " +
-                            std::to_string(*id) + " is outside the vocabulary of " + std::to_string(n_tokens));
-  }
-  return static_cast<int32_t>(*id);
-}
-
-Result<GgufVocabulary> read_vocabulary(const GgufFile& gguf) {
-  const std::string where = gguf.path().string();
-  GgufVocabulary v;
-  auto model = required(gguf, gguf.get_string("tokenizer.ggml.model"), "tokenizer.ggml.model");
-  if (!model.ok()) return model.status();
-  v.model = *model;
-  auto tokens = required(gguf, gguf.get_string_array("tokenizer.ggml.tokens"), "tokenizer.ggml.tokens");
-  if (!tokens.ok()) return tokens.status();
-  v.tokens = std::move(tokens).value();
-  const size_t n = v.tokens.size();
-  if (n > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
-    return invalid_argument(where + ": tokenizer.ggml.tokens has too many entries");
-  }
-
-  if (gguf.has("tokenizer.ggml.scores")) {
-    auto scores = gguf.get_float_array("tokenizer.ggml.scores");
-    if (!scores.ok()) return scores.status();
-    if (scores->size() != n) {
-      return invalid_argument(where + ": tokenizer.ggml.scores has " + std::to_string(scores->size()) +
-                              " entries for " + std::to_string(n) + " tokens");
-    }
-    v.scores.assign(scores->begin(), scores->end());
-  }
-  if (gguf.has("tokenizer.ggml.token_type")) {
-    auto types = gguf.get_int_array("tokenizer.ggml.token_type");
-    if (!types.ok()) return types.status();
-    if (types->size() != n) {
-      return invalid_argument(where + ": tokenizer.ggml.token_type has " + std::to_string(types->size()) +
-                              " entries for " + std::to_string(n) + " tokens");
-    }
-    for (int64_t t : *types) {
-      if (t < std::numeric_limits<int32_t>::min() || t > std::numeric_limits<int32_t>::max()) {
-        return invalid_argument(where + ": tokenizer.ggml.token_type has the value " + std::to_string(t));
-      }
-      v.token_types.push_back(static_cast<int32_t>(t));
-    }
-  }
-  if (gguf.has("tokenizer.ggml.merges")) {
-    auto merges = gguf.get_string_array("tokenizer.ggml.merges");
-    if (!merges.ok()) return merges.status();
-    v.merges = std::move(merges).value();
-  }
-  auto bos = token_id(gguf, "tokenizer.ggml.bos_token_id", n);
-  auto eos = token_id(gguf, "tokenizer.ggml.eos_token_id", n);
-  if (!bos.ok()) return bos.status();
-  if (!eos.ok()) return eos.status();
-  v.bos_id = *bos;
-  v.eos_id = *eos;
-  v.add_space_prefix = v.model == "llama";
-  if (gguf.has("tokenizer.ggml.add_space_prefix")) {
-    auto prefix = gguf.get_bool("tokenizer.ggml.add_space_prefix");
-    if (!prefix.ok()) return prefix.status();
-    v.add_space_prefix = *prefix;
-  }
-  return v;
-}
-
 Status load_tensor(const GgufFile& gguf, const std::string& name, const std::vector<int64_t>& shape, WeightTensor& out) {
   auto view = gguf.find_tensor(name);
   if (!view.ok()) return view.status();
@@ -209,7 +149,7 @@ Result<LoadedModel> load_gguf_model(const std::filesystem::path& gguf_path) {
   model.source = gguf_path;
   auto config = read_config(*gguf);
   if (!config.ok()) return config.status();
-  auto vocabulary = read_vocabulary(*gguf);
+  auto vocabulary = read_gguf_vocabulary(*gguf);
   if (!vocabulary.ok()) return vocabulary.status();
   model.config = std::move(config).value();
   LlamaConfig& c = model.config;
@@ -219,9 +159,7 @@ Result<LoadedModel> load_gguf_model(const std::filesystem::path& gguf_path) {
   c.vocab_size = *vocab_size;
   c.bos_token_id = vocabulary->bos_id;
   if (vocabulary->eos_id >= 0) c.eos_token_ids.push_back(vocabulary->eos_id);
-  auto eot = token_id(*gguf, "tokenizer.ggml.eot_token_id", vocabulary->tokens.size());
-  if (!eot.ok()) return eot.status();
-  if (*eot >= 0 && *eot != vocabulary->eos_id) c.eos_token_ids.push_back(*eot);
+  if (vocabulary->eot_id >= 0 && vocabulary->eot_id != vocabulary->eos_id) c.eos_token_ids.push_back(vocabulary->eot_id);
   c.tie_word_embeddings = !gguf->contains_tensor("output.weight") || output_is_embedding_copy(*gguf);
   if (Status s = validate_llama_config(c, gguf_path.string()); !s.ok()) return s;
 

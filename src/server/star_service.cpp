@@ -330,6 +330,7 @@ grpc::Status StarService::GetModelInfo(grpc::ServerContext* context, const v1::G
   response->set_ranks(ranks_);
   response->set_kv_bytes_per_token(model.engine->kv_bytes_per_token());
   response->set_chat_format(chat_format_name(detect_chat_format(model.chat_template)));
+  response->set_chat_default_system(chat_default_system(model.chat_template));
   if (c.bos_token_id >= 0) response->set_bos_token(model.tokenizer->token_bytes(c.bos_token_id));
   if (!c.eos_token_ids.empty()) response->set_eos_token(model.tokenizer->token_bytes(c.eos_token_ids[0]));
   return grpc::Status::OK;

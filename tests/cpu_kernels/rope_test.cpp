@@ -8,6 +8,7 @@
 #include <numbers>
 
 #include "cpu_kernels/attention_reference.h"
+#include "support/llama_cpp_rope_factors.h"
 
 namespace star {
 namespace {
@@ -189,6 +190,21 @@ TEST(ApplyRope, AdjacentLayoutIsHalfLayoutOnInterleavedRows) {
   }
 }
 
+TEST(RopeTable, GgufFrequencyFactorsGiveTheLlama3Table) {
+  const RopeScaling llama3 = llama31_scaling();
+  auto table = cpu::RopeTable::create(128, 500000.0, testing::as_gguf_freq_factors(128, 500000.0, llama3));
+  ASSERT_TRUE(table.ok()) << table.status().to_string();
+  int counts[3] = {0, 0, 0};
+  for (int64_t i = 0; i < 64; ++i) {
+    Band band;
+    const double expect = reference_inv_freq(i, 128, 500000.0, llama3, &band);
+    ++counts[static_cast<int>(band)];
+    EXPECT_NEAR(table->inv_freq()[static_cast<size_t>(i)], expect, 2e-6 * expect) << "i " << i;
+  }
+  EXPECT_GT(counts[1], 0);  // the interpolated band, where the factors are not 1 or `factor`
+  EXPECT_GT(counts[2], 0);
+}
+
 TEST(RopeTable, RejectsBadParameters) {
   auto expect_error = [](const Result<cpu::RopeTable>& r, const std::string& field) {
     ASSERT_FALSE(r.ok());
@@ -208,6 +224,12 @@ TEST(RopeTable, RejectsBadParameters) {
   s = llama31_scaling();
   s.original_max_position_embeddings = 0;
   expect_error(cpu::RopeTable::create(64, 10000.0, s), "original_max_position_embeddings");
+  RopeScaling factors;
+  factors.type = RopeScaling::Type::kFreqFactors;
+  factors.freq_factors = {1.0f, 2.0f};
+  expect_error(cpu::RopeTable::create(8, 10000.0, factors), "2 frequency factors for 4 frequencies");
+  factors.freq_factors = {1.0f, 2.0f, 0.0f, 8.0f};
+  expect_error(cpu::RopeTable::create(8, 10000.0, factors), "frequency factor 2");
 }
 
 }  // namespace

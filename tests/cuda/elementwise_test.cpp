@@ -123,16 +123,22 @@ TEST_F(CudaElementwise, RopeMatchesCpuInBothLayoutsWithLlama3Scaling) {
   llama3.low_freq_factor = 1.0;
   llama3.high_freq_factor = 4.0;
   llama3.original_max_position_embeddings = 8192;
+  // Llama 3.1 scaling as a GGUF stores it (rope_freqs.weight): one factor per frequency.
+  RopeScaling gguf_factors;
+  gguf_factors.type = RopeScaling::Type::kFreqFactors;
+  gguf_factors.freq_factors = {1.0f, 1.5f, 4.0f, 8.0f};
   const RopeCase cases[] = {{RopeLayout::kHalf, {}, 64},
                             {RopeLayout::kAdjacent, {}, 64},
                             {RopeLayout::kHalf, llama3, 128},
                             {RopeLayout::kAdjacent, llama3, 128},
-                            {RopeLayout::kHalf, llama3, 8}};
+                            {RopeLayout::kHalf, llama3, 8},
+                            {RopeLayout::kAdjacent, gguf_factors, 8}};
   std::mt19937 rng(5);
   for (const RopeCase& c : cases) {
     SCOPED_TRACE(::testing::Message() << "head_dim " << c.head_dim << ", adjacent "
                                     << (c.layout == RopeLayout::kAdjacent) << ", llama3 "
-                                    << (c.scaling.type == RopeScaling::Type::kLlama3));
+                                    << (c.scaling.type == RopeScaling::Type::kLlama3) << ", gguf factors "
+                                    << (c.scaling.type == RopeScaling::Type::kFreqFactors));
     auto table = cpu::RopeTable::create(c.head_dim, 500000.0, c.scaling);
     ASSERT_TRUE(table.ok()) << table.status().to_string();
     // Explicit positions with gaps (Pulsar's sparse positions) and long-context values.

@@ -12,6 +12,7 @@
 #include "star/model/model_loader.h"
 #include "star/model/safetensors.h"
 #include "support/temp_dir.h"
+#include "support/llama_cpp_rope_factors.h"
 #include "support/test_paths.h"
 
 namespace star {
@@ -41,21 +42,18 @@ std::vector<float> logits_of(const LlamaModel& model, const std::vector<int32_t>
   return r.ok() ? *r : std::vector<float>{};
 }
 
-TEST(GgufToHf, SameLogitsThroughBothLayouts) {
-  STAR_REQUIRE_STORIES260K(dir);
-  Result<LoadedModel> gguf = load_model(dir / "stories260K.gguf");
-  ASSERT_TRUE(gguf.ok()) << gguf.status().to_string();
-  const LlamaConfig& c = gguf->config;
-  ASSERT_EQ(c.rope_layout, RopeLayout::kAdjacent);
-
-  testing::TempDir hf;
+// Writes stories260K's GGUF weights as an HF directory (Q/K rows in half-vector order), with
+// `extra_config` merged into config.json.
+void write_hf_copy(const LoadedModel& gguf, const nlohmann::json& extra_config, const std::filesystem::path& dir) {
+  const LlamaConfig& c = gguf.config;
   nlohmann::json config = {
       {"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"},
       {"hidden_size", c.dim}, {"intermediate_size", c.hidden_dim}, {"num_hidden_layers", c.n_layers},
       {"num_attention_heads", c.n_heads}, {"num_key_value_heads", c.n_kv_heads}, {"vocab_size", c.vocab_size},
       {"max_position_embeddings", c.max_position_embeddings}, {"rms_norm_eps", c.rms_norm_eps},
       {"rope_theta", c.rope_theta}, {"tie_word_embeddings", true}, {"bos_token_id", 1}, {"eos_token_id", 2}};
-  std::ofstream(hf.path() / "config.json") << config.dump(1);
+  config.update(extra_config);
+  std::ofstream(dir / "config.json") << config.dump(1);
 
   std::vector<std::vector<float>> permuted;  // keeps the permuted Q/K alive until written
   std::vector<SafetensorsTensor> tensors;
@@ -65,10 +63,10 @@ TEST(GgufToHf, SameLogitsThroughBothLayouts) {
                        std::span<const std::byte>(reinterpret_cast<const std::byte*>(p), w.bytes())});
   };
   permuted.reserve(2 * c.n_layers);
-  add("model.embed_tokens.weight", gguf->weights.embed);
-  add("model.norm.weight", gguf->weights.final_norm);
+  add("model.embed_tokens.weight", gguf.weights.embed);
+  add("model.norm.weight", gguf.weights.final_norm);
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    const LlamaLayerWeights& w = gguf->weights.layers[l];
+    const LlamaLayerWeights& w = gguf.weights.layers[l];
     const std::string p = "model.layers." + std::to_string(l) + ".";
     permuted.push_back(adjacent_to_half(w.wq, c.n_heads, c.head_dim));
     add(p + "self_attn.q_proj.weight", w.wq, permuted.back().data());
@@ -82,7 +80,23 @@ TEST(GgufToHf, SameLogitsThroughBothLayouts) {
     add(p + "input_layernorm.weight", w.attn_norm);
     add(p + "post_attention_layernorm.weight", w.ffn_norm);
   }
-  ASSERT_TRUE(write_safetensors(hf.path() / "model.safetensors", tensors).ok());
+  ASSERT_TRUE(write_safetensors(dir / "model.safetensors", tensors).ok());
+}
+
+float max_abs_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  float worst = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+  return worst;
+}
+
+TEST(GgufToHf, SameLogitsThroughBothLayouts) {
+  STAR_REQUIRE_STORIES260K(dir);
+  Result<LoadedModel> gguf = load_model(dir / "stories260K.gguf");
+  ASSERT_TRUE(gguf.ok()) << gguf.status().to_string();
+  ASSERT_EQ(gguf->config.rope_layout, RopeLayout::kAdjacent);
+  testing::TempDir hf;
+  write_hf_copy(*gguf, nlohmann::json::object(), hf.path());
 
   Result<LoadedModel> converted = load_model(hf.path());
   ASSERT_TRUE(converted.ok()) << converted.status().to_string();
@@ -91,13 +105,50 @@ TEST(GgufToHf, SameLogitsThroughBothLayouts) {
   Result<LlamaModel> b = LlamaModel::create(converted->config, std::move(converted->weights));
   ASSERT_TRUE(a.ok() && b.ok());
   const std::vector<int32_t> ids = {1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426};
-  const std::vector<float> la = logits_of(*a, ids), lb = logits_of(*b, ids);
-  ASSERT_EQ(la.size(), lb.size());
-  float worst = 0;
-  for (size_t i = 0; i < la.size(); ++i) worst = std::max(worst, std::abs(la[i] - lb[i]));
   // The layouts pair the rotated dimensions differently, so the q·k sums run in another order; on
   // the SSE build (the sanitizer variant) that reaches 1.1e-5 on logits of magnitude ~18.
-  EXPECT_LT(worst, 2e-5f);
+  EXPECT_LT(max_abs_difference(logits_of(*a, ids), logits_of(*b, ids)), 2e-5f);
+}
+
+// Llama 3.1 RoPE scaling as a GGUF carries it (rope_freqs.weight: one factor per frequency) and
+// as an HF config.json does (rope_scaling type llama3) give the same logits. stories260K's head
+// dimension 8 has 4 frequencies; these parameters put one in each band.
+TEST(GgufToHf, RopeFreqFactorsEqualHfLlama3Scaling) {
+  STAR_REQUIRE_STORIES260K(dir);
+  Result<LoadedModel> gguf = load_model(dir / "stories260K.gguf");
+  ASSERT_TRUE(gguf.ok()) << gguf.status().to_string();
+  testing::TempDir hf;
+  write_hf_copy(*gguf, {{"rope_scaling", {{"rope_type", "llama3"}, {"factor", 4.0}, {"low_freq_factor", 1.0},
+                                          {"high_freq_factor", 8.0}, {"original_max_position_embeddings", 256}}}},
+                hf.path());
+  Result<LoadedModel> converted = load_model(hf.path());
+  ASSERT_TRUE(converted.ok()) << converted.status().to_string();
+  ASSERT_EQ(converted->config.rope_scaling.type, RopeScaling::Type::kLlama3);
+
+  LlamaConfig scaled = gguf->config;
+  scaled.rope_scaling = testing::as_gguf_freq_factors(scaled.head_dim, scaled.rope_theta, converted->config.rope_scaling);
+  const std::vector<float>& f = scaled.rope_scaling.freq_factors;
+  ASSERT_EQ(f.size(), 4u);
+  EXPECT_EQ(f[0], 1.0f);
+  EXPECT_GT(f[1], 1.0f);
+  EXPECT_LT(f[1], 4.0f);
+  EXPECT_EQ(f[3], 4.0f);
+
+  Result<LoadedModel> unscaled = load_model(dir / "stories260K.gguf");
+  ASSERT_TRUE(unscaled.ok()) << unscaled.status().to_string();
+  Result<LlamaModel> plain = LlamaModel::create(unscaled->config, std::move(unscaled->weights));
+  Result<LlamaModel> a = LlamaModel::create(scaled, std::move(gguf->weights));
+  Result<LlamaModel> b = LlamaModel::create(converted->config, std::move(converted->weights));
+  ASSERT_TRUE(plain.ok() && a.ok() && b.ok());
+  std::vector<int32_t> ids = {1};
+  for (int32_t i = 0; i < 95; ++i) ids.push_back(260 + (i * 37) % 250);
+  const std::vector<float> la = logits_of(*a, ids), lb = logits_of(*b, ids);
+  // Dividing by a float32 factor and HF's llama3 formula round the frequencies differently
+  // (~1e-7 relative); over 96 positions that reaches ~2.5e-5 on the logits.
+  const float worst = max_abs_difference(la, lb);
+  EXPECT_LT(worst, 1e-4f);
+  // The scaling matters at these positions: without it the logits move by far more than that.
+  EXPECT_GT(max_abs_difference(lb, logits_of(*plain, ids)), 100 * worst);
 }
 
 }  // namespace

@@ -46,6 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     STAR_FUZZ_CHECK(!request->messages.empty(), "an accepted chat without messages");
     check_renders(star::ChatFormat::kLlama3, *request, {"<|begin_of_text|>", "<|eot_id|>"});
     check_renders(star::ChatFormat::kLlama2, *request, {"<s>", "</s>"});
+    check_renders(star::ChatFormat::kChatMl, *request, {"", "", "You are a helpful AI assistant."});
   }
   const star::v1::GenerateRequest generate = star::http::to_generate_request(*request, {1, 2}, {3}, 7);
   if (request->max_tokens) {

@@ -96,12 +96,13 @@ TEST(ChatRender, RefusesWhatTheFormatCannotSay) {
 TEST(ChatFormat, DetectedFromTheTemplateText) {
   EXPECT_EQ(detect_chat_format("{{ '<|start_header_id|>' + role }}"), ChatFormat::kLlama3);
   EXPECT_EQ(detect_chat_format("{{ bos_token + '[INST] ' + content }}"), ChatFormat::kLlama2);
-  EXPECT_EQ(detect_chat_format("{{ '<|im_start|>' }}"), ChatFormat::kNone);
+  EXPECT_EQ(detect_chat_format("{{ '<|im_start|>' }}"), ChatFormat::kChatMl);
+  EXPECT_EQ(detect_chat_format("{{ '<start_of_turn>' }}"), ChatFormat::kNone);
   EXPECT_EQ(detect_chat_format(""), ChatFormat::kNone);
-  for (ChatFormat f : {ChatFormat::kNone, ChatFormat::kLlama3, ChatFormat::kLlama2}) {
+  for (ChatFormat f : {ChatFormat::kNone, ChatFormat::kLlama3, ChatFormat::kLlama2, ChatFormat::kChatMl}) {
     EXPECT_EQ(parse_chat_format(chat_format_name(f)), f);
   }
-  EXPECT_FALSE(parse_chat_format("chatml").has_value());
+  EXPECT_FALSE(parse_chat_format("gemma").has_value());
 }
 
 }  // namespace

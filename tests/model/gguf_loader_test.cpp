@@ -172,6 +172,41 @@ TEST(GgufLoader, ReadsConfigVocabularyAndWeights) {
   }
 }
 
+TEST(GgufLoader, ReadsPreTokenizerBosPolicyAndChatTemplate) {
+  TempDir dir;
+  LlamaGguf g;
+  g.extra_metadata = [](GgufBuilder& b) {
+    b.kv_string("tokenizer.ggml.pre", "smollm")
+        .kv_bool("tokenizer.ggml.add_bos_token", false)
+        .kv_string("tokenizer.chat_template", "{{ '<|im_start|>' }}");
+  };
+  auto model = load(dir, g);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  const GgufVocabulary& v = *model->gguf_vocabulary;
+  EXPECT_EQ(v.pre, "smollm");
+  EXPECT_EQ(v.add_bos, false);
+  EXPECT_EQ(v.eot_id, 5);
+  EXPECT_EQ(v.chat_template, "{{ '<|im_start|>' }}");
+
+  auto plain = load(dir, LlamaGguf{});
+  ASSERT_TRUE(plain.ok()) << plain.status().to_string();
+  EXPECT_EQ(plain->gguf_vocabulary->pre, "");
+  EXPECT_FALSE(plain->gguf_vocabulary->add_bos.has_value());
+  EXPECT_EQ(plain->gguf_vocabulary->chat_template, "");
+}
+
+TEST(GgufLoader, RopeFreqsBecomeFrequencyFactors) {
+  TempDir dir;
+  LlamaGguf g;
+  g.extra_metadata = [](GgufBuilder& b) {
+    b.tensor("rope_freqs.weight", {2}, testing::kGgmlF32, testing::as_bytes(std::vector<float>{1.0f, 4.5f}));
+  };
+  auto model = load(dir, g);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_EQ(model->config.rope_scaling.type, RopeScaling::Type::kFreqFactors);
+  EXPECT_EQ(model->config.rope_scaling.freq_factors, (std::vector<float>{1.0f, 4.5f}));
+}
+
 TEST(GgufLoader, OutputAbsentOrCopiedMeansTied) {
   for (auto output : {LlamaGguf::Output::kAbsent, LlamaGguf::Output::kCopyOfEmbedding}) {
     TempDir dir;
@@ -213,11 +248,16 @@ TEST(GgufLoader, BrokenModelsGiveNamedErrors) {
       {"yarn",
        [](LlamaGguf& g) { g.extra_metadata = [](GgufBuilder& b) { b.kv_string("llama.rope.scaling.type", "yarn"); }; },
        StatusCode::kUnimplemented, {"'yarn'"}},
-      {"rope_freqs",
+      {"rope_freqs of the wrong length",
+       [](LlamaGguf& g) {
+         g.extra_metadata = [](GgufBuilder& b) { b.tensor("rope_freqs.weight", {3}, testing::kGgmlF32, std::string(12, '\0')); };
+       },
+       StatusCode::kInvalidArgument, {"'rope_freqs.weight'", "[3]", "expected F32 [2]"}},
+      {"rope_freqs of zeros",
        [](LlamaGguf& g) {
          g.extra_metadata = [](GgufBuilder& b) { b.tensor("rope_freqs.weight", {2}, testing::kGgmlF32, std::string(8, '\0')); };
        },
-       StatusCode::kUnimplemented, {"'rope_freqs.weight'"}},
+       StatusCode::kInvalidArgument, {"rope frequency factor 0 is 0"}},
       {"partial rotary",
        [](LlamaGguf& g) {
          g.skipped_key = "llama.rope.dimension_count";

@@ -20,7 +20,7 @@ struct RuntimeModel {
   std::unique_ptr<LlamaModel> llama;
   std::unique_ptr<EngineModel> engine;  // declared after llama: it may refer to it
   std::unique_ptr<Tokenizer> tokenizer;
-  std::string chat_template;  // tokenizer_config.json's chat_template, or empty
+  std::string chat_template;  // tokenizer_config.json's chat_template or GGUF's tokenizer.chat_template, or empty
 };
 
 // An HF directory (config.json, safetensors, tokenizer.json) or a .gguf file.

@@ -3,7 +3,9 @@
 // assistant header that asks for the answer (and anything after that message); the context is
 // everything before it: BOS, the system prompt, earlier turns. Llama 2 folds the system prompt
 // into the first [INST]: when that is also the last user message, the system part stays in the
-// context and the query starts at the user's text.
+// context and the query starts at the user's text. ChatML has no BOS; a chat without a system
+// message gets the template's default one (ChatSpecialTokens::default_system), which stays in the
+// context.
 #pragma once
 
 #include <span>
@@ -19,9 +21,11 @@ struct ChatMessage {
   std::string content;
 };
 
+// What the templates take from the model besides the messages.
 struct ChatSpecialTokens {
   std::string bos;  // "<|begin_of_text|>", "<s>"
   std::string eos;  // "</s>" (Llama 2 closes assistant turns with it)
+  std::string default_system;  // ChatML: the template's system message for chats without one, or ""
 };
 
 // Special-token markers appear as their text: tokenize with parse_special (and no added BOS).

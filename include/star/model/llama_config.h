@@ -13,13 +13,16 @@ namespace star {
 enum class RopeLayout { kHalf, kAdjacent };
 
 // rope_scaling of Llama 3.1 (rope_type "llama3"); factor 1 with type kNone means plain RoPE.
+// kFreqFactors is the same scaling as llama.cpp stores it in a GGUF (tensor rope_freqs.weight):
+// one factor per frequency, inverse frequency i divided by freq_factors[i].
 struct RopeScaling {
-  enum class Type { kNone, kLlama3 };
+  enum class Type { kNone, kLlama3, kFreqFactors };
   Type type = Type::kNone;
   double factor = 1.0;
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   int64_t original_max_position_embeddings = 8192;
+  std::vector<float> freq_factors;  // kFreqFactors: head_dim / 2 of them
 };
 
 struct LlamaConfig {

@@ -27,22 +27,11 @@
 #include <nlohmann/json.hpp>
 
 #include "star/common/status.h"
+#include "star/model/gguf_vocabulary.h"
 #include "star/model/llama_config.h"
 #include "star/model/llama_weights.h"
 
 namespace star {
-
-// The vocabulary a GGUF file embeds (tokenizer.ggml.*).
-struct GgufVocabulary {
-  std::string model;                 // "llama" (SentencePiece-style BPE by scores), "gpt2" (byte-level BPE)
-  std::vector<std::string> tokens;
-  std::vector<float> scores;         // empty when the file has none
-  std::vector<int32_t> token_types;  // empty when the file has none
-  std::vector<std::string> merges;   // "a b" pairs in rank order (byte-level BPE); empty otherwise
-  int32_t bos_id = -1;
-  int32_t eos_id = -1;
-  bool add_space_prefix = true;      // absent key: true for "llama", false otherwise (as llama.cpp)
-};
 
 // Move-only: tensors point into storage the model owns (an owned embedding that lm_head borrows).
 struct LoadedModel {

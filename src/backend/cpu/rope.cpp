@@ -87,6 +87,20 @@ Result<RopeTable> RopeTable::create(int64_t head_dim, double theta, const RopeSc
     }
     apply_llama3_scaling(inv_freq, scaling);
   }
+  if (scaling.type == RopeScaling::Type::kFreqFactors) {
+    if (scaling.freq_factors.size() != inv_freq.size()) {
+      return invalid_argument("rope: " + std::to_string(scaling.freq_factors.size()) + " frequency factors for " +
+                              std::to_string(inv_freq.size()) + " frequencies (head_dim / 2)");
+    }
+    for (size_t i = 0; i < inv_freq.size(); ++i) {
+      const float f = scaling.freq_factors[i];
+      if (!(f > 0.f) || !std::isfinite(f)) {
+        return invalid_argument("rope: frequency factor " + std::to_string(i) + " must be a finite number > 0, got " +
+                                std::to_string(f));
+      }
+      inv_freq[i] /= f;
+    }
+  }
   return RopeTable(head_dim, std::move(inv_freq));
 }
 
