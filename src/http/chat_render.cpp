@@ -36,7 +36,8 @@ size_t last_user(std::span<const ChatMessage> messages) {
 
 // Meta's Llama 3 Instruct template: BOS, then per message
 // "<|start_header_id|>{role}<|end_header_id|>\n\n{content|trim}<|eot_id|>", then the assistant header.
-Pieces render_llama3(std::span<const ChatMessage> messages, size_t user, const ChatSpecialTokens& tokens) {
+Pieces render_llama3(std::span<const ChatMessage> messages, size_t user, const ChatSpecialTokens& tokens,
+                     bool add_generation_prompt) {
   Pieces p;
   p.pieces.push_back(tokens.bos);
   for (size_t i = 0; i < messages.size(); ++i) {
@@ -44,7 +45,7 @@ Pieces render_llama3(std::span<const ChatMessage> messages, size_t user, const C
     p.pieces.push_back("<|start_header_id|>" + messages[i].role + "<|end_header_id|>\n\n" + trim(messages[i].content) +
                        "<|eot_id|>");
   }
-  p.pieces.push_back("<|start_header_id|>assistant<|end_header_id|>\n\n");
+  if (add_generation_prompt) p.pieces.push_back("<|start_header_id|>assistant<|end_header_id|>\n\n");
   // A chat of one user message has no context: BOS opens the query (the server's rule too).
   if (p.query_start == 1) p.query_start = 0;
   return p;
@@ -93,14 +94,14 @@ Result<Pieces> render_llama2(std::span<const ChatMessage> messages, size_t user,
 }  // namespace
 
 Result<RenderedChat> render_chat(ChatFormat format, std::span<const ChatMessage> messages,
-                                 const ChatSpecialTokens& tokens) {
+                                 const ChatSpecialTokens& tokens, bool add_generation_prompt) {
   if (format == ChatFormat::kNone) {
     return invalid_argument("messages: the model has no chat template starserve knows (Llama 3 or Llama 2); "
                             "use /v1/completions");
   }
   const size_t user = last_user(messages);
   if (user == messages.size()) return invalid_argument("messages: no message with role 'user'");
-  if (format == ChatFormat::kLlama3) return render_llama3(messages, user, tokens).split();
+  if (format == ChatFormat::kLlama3) return render_llama3(messages, user, tokens, add_generation_prompt).split();
   Result<Pieces> pieces = render_llama2(messages, user, tokens);
   if (!pieces.ok()) return pieces.status();
   return pieces->split();
