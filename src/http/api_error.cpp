@@ -55,13 +55,16 @@ ApiError body_too_large(size_t limit_bytes) {
                     "invalid_request_error", "", "request_too_large");
 }
 
-ApiError context_too_long(int64_t prompt_tokens, int64_t max_tokens, int64_t max_positions) {
+ApiError context_too_long(int64_t prompt_tokens, int64_t max_tokens, int64_t max_positions, const std::string& param) {
   return make_error(400,
                     "This model's maximum context length is " + std::to_string(max_positions) +
-                        " tokens. However, you requested " + std::to_string(prompt_tokens + max_tokens) + " tokens (" +
-                        std::to_string(prompt_tokens) + " in the messages, " + std::to_string(max_tokens) +
+                        " tokens. However, you requested " +
+                        // Unsigned: both are >= 0, and their sum may not fit int64.
+                        std::to_string(static_cast<uint64_t>(prompt_tokens) + static_cast<uint64_t>(max_tokens)) +
+                        " tokens (" +
+                        std::to_string(prompt_tokens) + " in the " + param + ", " + std::to_string(max_tokens) +
                         " in the completion).",
-                    "invalid_request_error", "messages", "context_length_exceeded");
+                    "invalid_request_error", param, "context_length_exceeded");
 }
 
 ApiError max_tokens_over_limit(const std::string& field, const std::string& sent, int64_t limit) {

@@ -10,11 +10,11 @@ namespace star::http {
 
 namespace {
 
-// gRPC's default reconnect backoff grows to 120 s: after an outage of a few seconds the shim came
-// back 7-23 s after the server did. Retrying every 100 ms to 1 s costs a loopback connect.
+// gRPC's default reconnect backoff grows to 120 s: after an outage the shim came back 7-23 s
+// after the server did. Attempts 100 ms to 500 ms apart cost a refused connect each.
 constexpr int kReconnectInitialMs = 100;
-constexpr int kReconnectMaxMs = 1000;
-constexpr int kConnectTimeoutMs = 1000;
+constexpr int kReconnectMinMs = 100;
+constexpr int kReconnectMaxMs = 500;
 // The monitor asks this often, with this deadline: /health is at most this stale, and a restart
 // between two polls is still seen as the uptime going back.
 constexpr auto kMonitorPeriod = std::chrono::milliseconds(500);
@@ -50,7 +50,7 @@ Result<std::unique_ptr<Backend>> Backend::connect(const ShimOptions& options) {
   arguments.SetMaxSendMessageSize(256 << 20);
   arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, kReconnectInitialMs);
   arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kReconnectMaxMs);
-  arguments.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kConnectTimeoutMs);
+  arguments.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kReconnectMinMs);
   auto channel = grpc::CreateCustomChannel(options.backend, credentials, arguments);
   return std::unique_ptr<Backend>(new Backend(std::move(channel), options.backend_api_key));
 }

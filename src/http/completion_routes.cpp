@@ -63,7 +63,10 @@ std::optional<ApiError> settle_max_tokens(Backend& backend, const ModelFacts& mo
   const int64_t used = context + static_cast<int64_t>(prompt.query.size());
   const int64_t room = model.max_positions - used;
   const int64_t wanted = request.max_tokens ? static_cast<int64_t>(*request.max_tokens) : 1;
-  if (room < 1 || wanted > room) return context_too_long(used, wanted, model.max_positions);
+  if (room < 1 || wanted > room) {
+    return context_too_long(used, wanted, model.max_positions,
+                            request.endpoint == Endpoint::kChat ? "messages" : "prompt");
+  }
   if (!request.max_tokens) request.max_tokens = static_cast<uint64_t>(std::min(room, limit));
   return std::nullopt;
 }

@@ -71,5 +71,14 @@ TEST(ApiErrorStatuses, AWholeAnswerThatEndedBadlyIsNever200) {
   EXPECT_EQ(e->param, "max_tokens");
 }
 
+// The request's own field, and the requested total as sent even where it does not fit int64.
+TEST(ApiErrorParams, ContextTooLongNamesWhereThePromptCameFrom) {
+  const ApiError e = context_too_long(10, INT64_MAX, 4096, "prompt");
+  EXPECT_EQ(e.param, "prompt");
+  EXPECT_NE(e.message.find("9223372036854775817 tokens"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("10 in the prompt"), std::string::npos) << e.message;
+  EXPECT_EQ(context_too_long(10, 5, 12).param, "messages");
+}
+
 }  // namespace
 }  // namespace star::http

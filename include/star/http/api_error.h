@@ -34,7 +34,9 @@ ApiError invalid_request(const Status& status);
 ApiError unauthorized();
 ApiError model_not_found(const std::string& requested, const std::string& served);
 ApiError body_too_large(size_t limit_bytes);
-ApiError context_too_long(int64_t prompt_tokens, int64_t max_tokens, int64_t max_positions);
+// `param`: where the prompt came from ("messages", "prompt").
+ApiError context_too_long(int64_t prompt_tokens, int64_t max_tokens, int64_t max_positions,
+                          const std::string& param = "messages");
 // An explicit max_tokens (or max_completion_tokens, `field`) over the server's --max-tokens-limit;
 // `sent` is the value as the client wrote it.
 ApiError max_tokens_over_limit(const std::string& field, const std::string& sent, int64_t limit);
