@@ -18,7 +18,7 @@ Or let the script start `mpirun -np 2 build/star-server` on a tiny star-mkmodel 
   /usr/bin/python3 scripts/load/load_test.py --launch --server-arg=--queue-size=4 --expect-rejections
 
 --protocol http speaks the OpenAI completions API (POST /v1/completions, `stream` true or false)
-to --url, e.g. star-openai; the prompt is the context followed by the query.
+to --url, e.g. star-openai; the context goes in `star.context` and the query in `prompt`.
 gRPC needs python3-grpcio (and protoc + grpc_python_plugin, or grpcio-tools, for the stubs).
 """
 import argparse
@@ -39,12 +39,17 @@ MPIRUN_FLAGS = ["--oversubscribe", "--allow-run-as-root", "--mca", "btl", "self,
                 "lo", "--mca", "oob_tcp_if_include", "lo"]
 
 
-def prompts(count):
-    """(context, query) pairs: some with a short context, some without."""
+def prompts(count, long_every=0):
+    """(context, query) pairs: some with a short context, some without, and with long_every > 0
+    every long_every-th one with a long context (about 1,500 tokens: many blocks of a small
+    --block-size, so that short and long contexts mix under one configuration)."""
     out = []
     for i in range(count):
-        context = "" if i % 3 == 0 else "".join(
-            f"Note {i}.{j}: the quick brown fox jumps over the lazy dog near river {i}.\n" for j in range(1 + i % 5))
+        lines = 0 if i % 3 == 0 else 1 + i % 5
+        if long_every and i % long_every == long_every - 1:
+            lines = 80
+        context = "".join(
+            f"Note {i}.{j}: the quick brown fox jumps over the lazy dog near river {i}.\n" for j in range(lines))
         out.append((context, f"What happened at river {i}?"))
     return out
 
@@ -117,8 +122,12 @@ class HttpClient:
         self.model = model
 
     def generate(self, context, query, stream):
-        body = json.dumps({"model": self.model, "prompt": context + query, "max_tokens": self.max_tokens,
-                           "temperature": 0, "stream": stream}).encode()
+        # The context goes in star.context, as gRPC's TextInput sends it: Star Attention's context.
+        request = {"model": self.model, "prompt": query, "max_tokens": self.max_tokens, "temperature": 0,
+                   "stream": stream}
+        if context:
+            request["star"] = {"context": context}
+        body = json.dumps(request).encode()
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = "Bearer " + self.api_key
@@ -208,7 +217,7 @@ def stop_server(process, rank0_pid):
 
 
 def run(args, make_client):
-    cases = prompts(args.prompts)
+    cases = prompts(args.prompts, args.long_every)
     client = make_client()
     expected = []
     for context, query in cases:
@@ -296,6 +305,8 @@ def main():
     parser.add_argument("--requests", type=int, default=50, help="per client")
     parser.add_argument("--prompts", type=int, default=8, help="distinct prompts")
     parser.add_argument("--max-tokens", type=int, default=16)
+    parser.add_argument("--long-every", type=int, default=0,
+                        help="every N-th prompt gets a long context (0: none); pair with --server-arg=--block-size=...")
     parser.add_argument("--stream", choices=["on", "off", "mixed"], default="mixed", help="HTTP: `stream` field")
     parser.add_argument("--timeout", type=float, default=300, help="seconds; a request not answered by then is lost")
     parser.add_argument("--expect-rejections", action="store_true",
