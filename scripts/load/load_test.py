@@ -21,7 +21,7 @@ blocks than ranks and with several blocks per rank):
   /usr/bin/python3 scripts/load/load_test.py --launch --server-arg=--queue-size=4 --expect-rejections
 
 --protocol http speaks the OpenAI completions API (POST /v1/completions, `stream` true or false)
-to --url, e.g. star-openai; the prompt is the context followed by the query.
+to --url, e.g. star-openai; the context goes in `star.context` and the query in `prompt`.
 gRPC needs python3-grpcio (and protoc + grpc_python_plugin, or grpcio-tools, for the stubs).
 """
 import argparse
@@ -128,8 +128,12 @@ class HttpClient:
         self.model = model
 
     def generate(self, context, query, stream):
-        body = json.dumps({"model": self.model, "prompt": context + query, "max_tokens": self.max_tokens,
-                           "temperature": 0, "stream": stream}).encode()
+        # The context goes in star.context, as gRPC's TextInput sends it: Star Attention's context.
+        request = {"model": self.model, "prompt": query, "max_tokens": self.max_tokens, "temperature": 0,
+                   "stream": stream}
+        if context:
+            request["star"] = {"context": context}
+        body = json.dumps(request).encode()
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = "Bearer " + self.api_key

@@ -36,7 +36,8 @@ size_t last_user(std::span<const ChatMessage> messages) {
 
 // Meta's Llama 3 Instruct template: BOS, then per message
 // "<|start_header_id|>{role}<|end_header_id|>\n\n{content|trim}<|eot_id|>", then the assistant header.
-Pieces render_llama3(std::span<const ChatMessage> messages, size_t user, const ChatSpecialTokens& tokens) {
+Pieces render_llama3(std::span<const ChatMessage> messages, size_t user, const ChatSpecialTokens& tokens,
+                     bool add_generation_prompt) {
   Pieces p;
   p.pieces.push_back(tokens.bos);
   for (size_t i = 0; i < messages.size(); ++i) {
@@ -44,7 +45,7 @@ Pieces render_llama3(std::span<const ChatMessage> messages, size_t user, const C
     p.pieces.push_back("<|start_header_id|>" + messages[i].role + "<|end_header_id|>\n\n" + trim(messages[i].content) +
                        "<|eot_id|>");
   }
-  p.pieces.push_back("<|start_header_id|>assistant<|end_header_id|>\n\n");
+  if (add_generation_prompt) p.pieces.push_back("<|start_header_id|>assistant<|end_header_id|>\n\n");
   // A chat of one user message has no context: BOS opens the query (the server's rule too).
   if (p.query_start == 1) p.query_start = 0;
   return p;
@@ -92,8 +93,9 @@ Result<Pieces> render_llama2(std::span<const ChatMessage> messages, size_t user,
 
 // ChatML as SmolLM2's template writes it: "<|im_start|>{role}\n{content}<|im_end|>\n" per message,
 // content as given (no trim), the template's own system message first when the chat has none,
-// then the assistant header.
-Pieces render_chatml(std::span<const ChatMessage> messages, size_t user, std::string_view default_system) {
+// then the assistant header when `add_generation_prompt`.
+Pieces render_chatml(std::span<const ChatMessage> messages, size_t user, std::string_view default_system,
+                     bool add_generation_prompt) {
   Pieces p;
   auto turn = [](std::string_view role, std::string_view content) {
     return std::string("<|im_start|>").append(role).append("\n").append(content).append("<|im_end|>\n");
@@ -103,22 +105,24 @@ Pieces render_chatml(std::span<const ChatMessage> messages, size_t user, std::st
     if (i == user) p.query_start = p.pieces.size();
     p.pieces.push_back(turn(messages[i].role, messages[i].content));
   }
-  p.pieces.push_back("<|im_start|>assistant\n");
+  if (add_generation_prompt) p.pieces.push_back("<|im_start|>assistant\n");
   return p;
 }
 
 }  // namespace
 
 Result<RenderedChat> render_chat(ChatFormat format, std::span<const ChatMessage> messages,
-                                 const ChatSpecialTokens& tokens) {
+                                 const ChatSpecialTokens& tokens, bool add_generation_prompt) {
   if (format == ChatFormat::kNone) {
     return invalid_argument("messages: the model has no chat template starserve knows (Llama 3, Llama 2 or ChatML); "
                             "use /v1/completions");
   }
   const size_t user = last_user(messages);
   if (user == messages.size()) return invalid_argument("messages: no message with role 'user'");
-  if (format == ChatFormat::kLlama3) return render_llama3(messages, user, tokens).split();
-  if (format == ChatFormat::kChatMl) return render_chatml(messages, user, tokens.default_system).split();
+  if (format == ChatFormat::kLlama3) return render_llama3(messages, user, tokens, add_generation_prompt).split();
+  if (format == ChatFormat::kChatMl) {
+    return render_chatml(messages, user, tokens.default_system, add_generation_prompt).split();
+  }
   Result<Pieces> pieces = render_llama2(messages, user, tokens);
   if (!pieces.ok()) return pieces.status();
   return pieces->split();

@@ -16,8 +16,8 @@ void reply_error(httplib::Response& res, const ApiError& error) {
   reply_json(res, error_body(error), error.http_status);
 }
 
-std::optional<ApiError> parse_body(const httplib::Request& req, nlohmann::json& out) {
-  out = nlohmann::json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+std::optional<ApiError> parse_body(const std::string& body, nlohmann::json& out) {
+  out = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (out.is_discarded()) return invalid_request("body", "body: not valid JSON");
   if (!out.is_object()) return invalid_request("body", "body: must be a JSON object");
   return std::nullopt;

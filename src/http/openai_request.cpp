@@ -91,17 +91,30 @@ Status read_messages(const json& body, std::vector<ChatMessage>& out) {
   return ok_status();
 }
 
-Status read_prompt(const json& body, std::string& out) {
+// A prompt is text or token ids: "text", ["text"], [1, 2, 3] or [[1, 2, 3]]. Several prompts in
+// one request (OpenAI's batch form) would need n > 1 choices, which the shim does not make.
+Status read_prompt(const json& body, OpenAiRequest& r) {
   const json* v = find(body, "prompt");
   if (v == nullptr) return field_error("prompt", "required");
-  if (v->is_array() && v->size() == 1 && (*v)[0].is_string()) {
-    out = (*v)[0].get<std::string>();
-  } else if (v->is_string()) {
-    out = v->get<std::string>();
-  } else {
-    return field_error("prompt", "must be a string (or an array of one string)");
+  const json* one = v;
+  if (v->is_array() && v->size() == 1 && ((*v)[0].is_string() || (*v)[0].is_array())) one = &(*v)[0];
+  if (one->is_string()) {
+    r.prompt = one->get<std::string>();
+    if (r.prompt.empty()) return field_error("prompt", "empty");
+    return ok_status();
   }
-  if (out.empty()) return field_error("prompt", "empty");
+  if (!one->is_array() || (one != v && one->empty())) {
+    return field_error("prompt", "must be a string, token ids, or an array of one of them (one prompt per request)");
+  }
+  std::vector<int32_t> ids;
+  for (const json& id : *one) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
+      return field_error("prompt", "must be a string, token ids (integers >= 0), or an array of one of them");
+    }
+    ids.push_back(id.get<int32_t>());
+  }
+  if (ids.empty()) return field_error("prompt", "empty");
+  r.prompt_ids = std::move(ids);
   return ok_status();
 }
 
@@ -165,19 +178,37 @@ Status read_star(const json& body, Endpoint endpoint, StarExtension& out) {
   return ok_status();
 }
 
+// True when `key` is absent, null, or one of `neutral`: a value that asks for nothing the engine
+// would have to do.
+bool neutral(const json& body, const char* key, std::initializer_list<json> values) {
+  const json* v = find(body, key);
+  if (v == nullptr) return true;
+  for (const json& value : values) {
+    if (*v == value) return true;
+  }
+  return false;
+}
+
+// Fields the engine cannot honour are refused by name unless they ask for nothing: the engine has
+// no logits processor (penalties, biases, grammars), one choice per request and no tool calls.
 Status reject_unsupported(const json& body) {
-  if (Result<std::optional<int64_t>> n = read_integer(body, "n", 1); !n.ok() || (n->has_value() && **n != 1)) {
-    return field_error("n", "only n = 1 is supported");
+  if (!neutral(body, "n", {1})) return field_error("n", "only n = 1 is supported");
+  if (!neutral(body, "best_of", {1})) return field_error("best_of", "only best_of = 1 is supported");
+  if (!neutral(body, "logprobs", {false})) return field_error("logprobs", "not supported");
+  if (!neutral(body, "top_logprobs", {0})) return field_error("top_logprobs", "not supported");
+  if (!neutral(body, "echo", {false})) return field_error("echo", "not supported");
+  if (!neutral(body, "suffix", {""})) return field_error("suffix", "not supported (no fill-in-the-middle)");
+  if (!neutral(body, "presence_penalty", {0})) return field_error("presence_penalty", "only 0 is supported");
+  if (!neutral(body, "frequency_penalty", {0})) return field_error("frequency_penalty", "only 0 is supported");
+  if (!neutral(body, "repetition_penalty", {1})) return field_error("repetition_penalty", "only 1 is supported");
+  if (!neutral(body, "logit_bias", {json::object()})) return field_error("logit_bias", "not supported");
+  if (!neutral(body, "response_format", {json{{"type", "text"}}})) {
+    return field_error("response_format", "only {\"type\": \"text\"} is supported (no structured output)");
   }
-  if (const json* v = find(body, "logprobs"); v != nullptr && !(v->is_boolean() && !v->get<bool>())) {
-    return field_error("logprobs", "not supported");
-  }
-  if (const json* v = find(body, "tools"); v != nullptr && !(v->is_array() && v->empty())) {
-    return field_error("tools", "not supported");
-  }
-  if (const json* v = find(body, "echo"); v != nullptr && !(v->is_boolean() && !v->get<bool>())) {
-    return field_error("echo", "not supported");
-  }
+  if (!neutral(body, "tools", {json::array()})) return field_error("tools", "not supported");
+  if (!neutral(body, "tool_choice", {"none", "auto"})) return field_error("tool_choice", "only \"none\" is supported");
+  if (!neutral(body, "functions", {json::array()})) return field_error("functions", "not supported");
+  if (!neutral(body, "function_call", {"none", "auto"})) return field_error("function_call", "not supported");
   return ok_status();
 }
 
@@ -210,8 +241,9 @@ Result<OpenAiRequest> parse_openai_request(Endpoint endpoint, const json& body) 
   if (Status s = read_string(body, "model", r.model); !s.ok()) return s;
   if (endpoint == Endpoint::kChat) {
     if (Status s = read_messages(body, r.messages); !s.ok()) return s;
+    if (Status s = read_bool(body, "add_generation_prompt", r.add_generation_prompt); !s.ok()) return s;
   } else {
-    if (Status s = read_prompt(body, r.prompt); !s.ok()) return s;
+    if (Status s = read_prompt(body, r); !s.ok()) return s;
   }
   if (Status s = reject_unsupported(body); !s.ok()) return s;
   if (Status s = read_bool(body, "stream", r.stream); !s.ok()) return s;
@@ -223,9 +255,14 @@ Result<OpenAiRequest> parse_openai_request(Endpoint endpoint, const json& body) 
     }
   }
   for (const char* key : {"max_tokens", "max_completion_tokens"}) {
-    Result<std::optional<int64_t>> v = read_integer(body, key, 1);
-    if (!v.ok()) return v.status();
-    if (v->has_value()) r.max_tokens = *v;  // max_completion_tokens, read last, wins
+    const json* v = find(body, key);
+    if (v == nullptr) continue;
+    if (!v->is_number_integer()) return field_error(key, "must be an integer");
+    // Unsigned so that 2^63 and above are reported as sent, not wrapped to a negative count.
+    const bool positive = v->is_number_unsigned() ? v->get<uint64_t>() >= 1 : v->get<int64_t>() >= 1;
+    if (!positive) return field_error(key, v->dump() + " must be >= 1");
+    r.max_tokens = v->get<uint64_t>();  // max_completion_tokens, read last, wins
+    r.max_tokens_field = key;
   }
   if (Status s = read_sampling(body, r); !s.ok()) return s;
   if (Status s = read_star(body, endpoint, r.star); !s.ok()) return s;
@@ -248,11 +285,28 @@ v1::GenerateRequest to_generate_request(const OpenAiRequest& r, std::vector<int3
   s.set_top_k(r.top_k);
   if (r.top_p < 1.0) s.set_top_p(static_cast<float>(r.top_p));
   s.set_seed(r.seed.value_or(seed));
-  g.set_max_tokens(r.max_tokens.value_or(0));
+  g.set_max_tokens(static_cast<int64_t>(std::min<uint64_t>(r.max_tokens.value_or(0), INT64_MAX)));
   for (const std::string& stop : r.stop) g.add_stop(stop);
   g.mutable_stop_token_ids()->Add(r.stop_token_ids.begin(), r.stop_token_ids.end());
   g.set_ignore_eos(r.ignore_eos);
   return g;
+}
+
+}  // namespace star::http
+
+namespace star::http {
+
+ClientFields client_fields(const OpenAiRequest& r) {
+  ClientFields f;
+  if (r.endpoint == Endpoint::kChat) {
+    f.context = "messages";
+    f.query = "messages";
+  } else {
+    f.context = "star.context";
+    f.query = "prompt";
+  }
+  if (r.star.attention) f.attention = "star.attention";
+  return f;
 }
 
 }  // namespace star::http

@@ -4,23 +4,38 @@
 
 #include <exception>
 
+#include "star/http/elastic_pool.h"
 #include "star/http/http_reply.h"
 
 namespace star::http {
 namespace {
 
 constexpr int kListenBacklog = 1024;
+constexpr size_t kKeepAliveMaxRequests = 100000;
+
+// The methods a known path answers ("" for an unknown path): httplib says 404 for a known path
+// asked with another method, where HTTP (and vLLM) say 405 with Allow.
+std::string allowed_methods(const std::string& path) {
+  for (const RouteMethods& route : kRoutes) {
+    if (path == route.path) return route.allow;
+  }
+  if (path.starts_with("/v1/models/") && path.size() > std::string("/v1/models/").size()) return "GET";
+  return "";
+}
 
 }  // namespace
 
-OpenAiServer::OpenAiServer(ShimOptions options)
+OpenAiServer::OpenAiServer(ShimOptions options, std::unique_ptr<Backend> backend)
     : options_(std::move(options)),
-      backend_(options_.backend, options_.backend_api_key),
-      routes_{options_, backend_, metrics_} {
+      backend_(std::move(backend)),
+      routes_{options_, *backend_, metrics_, connections_} {
   const int threads = options_.threads;
-  server_.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  server_.new_task_queue = [threads] { return new ElasticPool(static_cast<size_t>(threads)); };
   server_.set_payload_max_length(options_.max_body_bytes);
   server_.set_tcp_nodelay(true);  // stream chunks leave at once
+  // httplib closes a keep-alive connection after 5 requests by default; clients that pool
+  // connections then pay a new connection every 5 requests.
+  server_.set_keep_alive_max_count(kKeepAliveMaxRequests);
   // Debian's cpp-httplib is a compiled library that listens with a backlog of 5: a burst of new
   // connections (many clients coming back after 503s) overflowed it and clients saw resets. This
   // hook replaces httplib's default options (SO_REUSEADDR) and keeps the socket for bind().
@@ -41,6 +56,11 @@ OpenAiServer::OpenAiServer(ShimOptions options)
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     if (res.status == 413) {
       reply_error(res, body_too_large(options_.max_body_bytes));
+    } else if (res.status == 404 && !allowed_methods(req.path).empty()) {
+      const std::string allow = allowed_methods(req.path);
+      res.set_header("Allow", allow);
+      reply_error(res, make_error(405, req.method + " " + req.path + ": method not allowed (" + allow + ")",
+                                  "invalid_request_error", "", "method_not_allowed"));
     } else if (res.status == 404) {
       reply_error(res, make_error(404, "No route " + req.method + " " + req.path, "invalid_request_error", "",
                                   "not_found"));

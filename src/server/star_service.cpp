@@ -372,6 +372,7 @@ grpc::Status StarService::GetModelInfo(grpc::ServerContext* context, const v1::G
   response->set_chat_default_system(chat_default_system(model.chat_template));
   if (c.bos_token_id >= 0) response->set_bos_token(model.tokenizer->token_bytes(c.bos_token_id));
   if (!c.eos_token_ids.empty()) response->set_eos_token(model.tokenizer->token_bytes(c.eos_token_ids[0]));
+  response->set_max_tokens_limit(options_.limits.max_tokens);
   return grpc::Status::OK;
 }
 

@@ -67,6 +67,19 @@ TEST(ChatRender, QueryIsTheLastUserTurnAndTheAssistantHeader) {
   }
 }
 
+// The templates' add_generation_prompt appends Llama 3's assistant header and nothing else; Llama
+// 2's template has no generation prompt.
+TEST(ChatRender, WithoutGenerationPromptTheAssistantHeaderIsLeftOut) {
+  for (const FixtureCase& c : fixture_cases()) {
+    Result<RenderedChat> with = render_chat(c.format, c.messages, c.tokens);
+    Result<RenderedChat> without = render_chat(c.format, c.messages, c.tokens, /*add_generation_prompt=*/false);
+    ASSERT_TRUE(with.ok() && without.ok());
+    const std::string header = c.format == ChatFormat::kLlama3 ? "<|start_header_id|>assistant<|end_header_id|>\n\n" : "";
+    EXPECT_EQ(without->whole() + header, with->whole()) << chat_format_name(c.format);
+    EXPECT_EQ(without->context, with->context);
+  }
+}
+
 TEST(ChatRender, Llama2SystemPromptStaysInTheContext) {
   const std::vector<ChatMessage> messages = {{"system", "Notes: the fox."}, {"user", "What did the fox do?"}};
   Result<RenderedChat> r = render_chat(ChatFormat::kLlama2, messages, {"<s>", "</s>"});

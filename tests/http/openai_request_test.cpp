@@ -110,6 +110,73 @@ TEST(OpenAiRequest, ContextIdMakesASessionRequest) {
             "star.attention");
 }
 
+// Fields the engine cannot honour are refused by name; their neutral values ask for nothing and
+// pass, as vLLM accepts them.
+TEST(OpenAiRequest, UnhonouredFieldsAreRefusedUnlessNeutral) {
+  const std::vector<std::pair<std::string, json>> refused = {
+      {"response_format", {{"type", "json_object"}}},
+      {"presence_penalty", 0.5},
+      {"frequency_penalty", -1},
+      {"repetition_penalty", 1.2},
+      {"logit_bias", {{"50256", -100}}},
+      {"best_of", 2},
+      {"suffix", "tail"},
+      {"tools", {{{"type", "function"}, {"function", {{"name", "f"}}}}}},
+      {"tool_choice", "required"},
+      {"top_logprobs", 2},
+  };
+  for (const auto& [field, value] : refused) {
+    EXPECT_EQ(refused_field(Endpoint::kCompletions, json{{"model", "m"}, {"prompt", "p"}, {field, value}}), field)
+        << field << " = " << value.dump();
+  }
+  const json neutral = {{"response_format", {{"type", "text"}}},
+                        {"presence_penalty", 0},
+                        {"frequency_penalty", 0.0},
+                        {"repetition_penalty", 1.0},
+                        {"logit_bias", json::object()},
+                        {"best_of", 1},
+                        {"n", 1},
+                        {"suffix", ""},
+                        {"tools", json::array()},
+                        {"tool_choice", "none"},
+                        {"logprobs", false},
+                        {"echo", false},
+                        {"user", "someone"}};
+  json body = {{"model", "m"}, {"prompt", "p"}};
+  body.update(neutral);
+  EXPECT_EQ(refused_field(Endpoint::kCompletions, body), "");
+}
+
+TEST(OpenAiRequest, TokenIdPromptsAreUsedAsGiven) {
+  for (const json& prompt : {json{1, 2, 3}, json{{1, 2, 3}}}) {
+    Result<OpenAiRequest> r = parse_openai_request(Endpoint::kCompletions, json{{"model", "m"}, {"prompt", prompt}});
+    ASSERT_TRUE(r.ok()) << prompt.dump() << ": " << r.status().to_string();
+    ASSERT_TRUE(r->prompt_ids.has_value());
+    EXPECT_EQ(*r->prompt_ids, (std::vector<int32_t>{1, 2, 3}));
+  }
+  EXPECT_EQ(refused_field(Endpoint::kCompletions, json{{"model", "m"}, {"prompt", json::array()}}), "prompt");
+  EXPECT_EQ(refused_field(Endpoint::kCompletions, json{{"model", "m"}, {"prompt", {-1}}}), "prompt");
+  EXPECT_EQ(refused_field(Endpoint::kCompletions, json{{"model", "m"}, {"prompt", {{1}, {2}}}}), "prompt");
+  EXPECT_EQ(refused_field(Endpoint::kCompletions, json{{"model", "m"}, {"prompt", {json::array()}}}), "prompt");
+}
+
+// 2^63 does not fit int64: it stays the value sent, for the error that names the limit.
+TEST(OpenAiRequest, HugeMaxTokensKeepsTheValueSent) {
+  Result<OpenAiRequest> r = parse_openai_request(
+      Endpoint::kCompletions, json::parse(R"({"model": "m", "prompt": "p", "max_tokens": 9223372036854775808})"));
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  ASSERT_TRUE(r->max_tokens.has_value());
+  EXPECT_EQ(*r->max_tokens, uint64_t{1} << 63);
+  EXPECT_EQ(r->max_tokens_field, "max_tokens");
+  const ApiError e = max_tokens_over_limit(r->max_tokens_field, std::to_string(*r->max_tokens), 4096);
+  EXPECT_EQ(e.http_status, 400);
+  EXPECT_EQ(e.param, "max_tokens");
+  EXPECT_NE(e.message.find("9223372036854775808"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("4096"), std::string::npos) << e.message;
+  EXPECT_EQ(refused_field(Endpoint::kCompletions, json{{"model", "m"}, {"prompt", "p"}, {"max_tokens", -5}}),
+            "max_tokens");
+}
+
 TEST(ApiError, BackendStatusesMapToHttp) {
   ApiError e = from_backend(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "max_tokens: -1 (must be >= 0)"));
   EXPECT_EQ(e.http_status, 400);

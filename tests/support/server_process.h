@@ -27,16 +27,18 @@ namespace star::testing {
 
 class ServerProcess {
  public:
-  // args: star-server arguments after --model/--grpc/--port-file.
-  ServerProcess(const std::filesystem::path& model, int ranks, const std::vector<std::string>& args) {
+  // args: star-server arguments after --model/--grpc/--port-file. `grpc`: the address to listen
+  // on; the default lets the server pick a free port (a restart test reuses a stopped one's).
+  ServerProcess(const std::filesystem::path& model, int ranks, const std::vector<std::string>& args,
+                const std::string& grpc = "127.0.0.1:0") {
     const std::filesystem::path port_file = dir_.path() / "port";
     log_ = dir_.path() / "server.log";
     std::vector<std::string> argv = {STAR_MPIEXEC};
     std::istringstream flags(STAR_MPIEXEC_FLAGS);
     for (std::string flag; flags >> flag;) argv.push_back(flag);
     for (const std::string& a : {std::string("-np"), std::to_string(ranks), std::string(STAR_SERVER_PATH),
-                                 std::string("--model"), model.string(), std::string("--grpc"),
-                                 std::string("127.0.0.1:0"), std::string("--port-file"), port_file.string()}) {
+                                 std::string("--model"), model.string(), std::string("--grpc"), grpc,
+                                 std::string("--port-file"), port_file.string()}) {
       argv.push_back(a);
     }
     argv.insert(argv.end(), args.begin(), args.end());

@@ -36,8 +36,10 @@ struct RenderedChat {
 };
 
 // INVALID_ARGUMENT naming "messages" for chats the format cannot express (no user message, a
-// Llama 2 chat whose roles do not alternate, a format of kNone).
+// Llama 2 chat whose roles do not alternate, a format of kNone). Without `add_generation_prompt`
+// the assistant header that asks for the answer is left out (Llama 2 has none: [/INST] ends the
+// user turn either way).
 Result<RenderedChat> render_chat(ChatFormat format, std::span<const ChatMessage> messages,
-                                 const ChatSpecialTokens& tokens);
+                                 const ChatSpecialTokens& tokens, bool add_generation_prompt = true);
 
 }  // namespace star::http

@@ -12,6 +12,6 @@ void reply_json(httplib::Response& res, const nlohmann::json& body, int status =
 void reply_error(httplib::Response& res, const ApiError& error);
 
 // The request body as JSON, or the 400 that says why it is not.
-std::optional<ApiError> parse_body(const httplib::Request& req, nlohmann::json& out);
+std::optional<ApiError> parse_body(const std::string& body, nlohmann::json& out);
 
 }  // namespace star::http

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "star/common/status.h"
+#include "star/http/api_error.h"
 #include "star/http/chat_render.h"
 #include "star/v1/star.pb.h"
 
@@ -28,10 +29,13 @@ struct OpenAiRequest {
   Endpoint endpoint = Endpoint::kChat;
   std::string model;
   std::vector<ChatMessage> messages;  // chat
-  std::string prompt;                 // completions
+  bool add_generation_prompt = true;  // chat (vLLM's extension): end with the assistant header
+  std::string prompt;                 // completions: text (special-token text read as the token)
+  std::optional<std::vector<int32_t>> prompt_ids;  // completions: token ids, used as given
   bool stream = false;
   bool include_usage = false;         // stream_options.include_usage
-  std::optional<int64_t> max_tokens;  // max_completion_tokens, else max_tokens
+  std::optional<uint64_t> max_tokens;  // max_completion_tokens, else max_tokens
+  std::string max_tokens_field = "max_tokens";  // the one the client used, for errors
   double temperature = 1.0;           // OpenAI's defaults
   double top_p = 1.0;
   int32_t top_k = 0;                  // 0 (or -1): every token
@@ -43,6 +47,9 @@ struct OpenAiRequest {
 };
 
 Result<OpenAiRequest> parse_openai_request(Endpoint endpoint, const nlohmann::json& body);
+
+// The client fields a backend error about this request's fields names (api_error.h).
+ClientFields client_fields(const OpenAiRequest& request);
 
 // The GenerateRequest for the prompt's token ids (or the session's query ids). `seed` fills an
 // unset seed.

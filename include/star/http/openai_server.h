@@ -8,6 +8,7 @@
 
 #include "star/common/status.h"
 #include "star/http/backend.h"
+#include "star/http/connection_watch.h"
 #include "star/http/routes.h"
 #include "star/http/shim_metrics.h"
 #include "star/http/shim_options.h"
@@ -16,7 +17,7 @@ namespace star::http {
 
 class OpenAiServer {
  public:
-  explicit OpenAiServer(ShimOptions options);
+  OpenAiServer(ShimOptions options, std::unique_ptr<Backend> backend);
 
   // Binds options.listen; the error names the address.
   Status bind();
@@ -30,8 +31,9 @@ class OpenAiServer {
   bool authorized(const httplib::Request& req) const;
 
   const ShimOptions options_;
-  Backend backend_;
+  std::unique_ptr<Backend> backend_;
   ShimMetrics metrics_;
+  ConnectionWatch connections_;
   RouteContext routes_;
   httplib::Server server_;
   int port_ = 0;

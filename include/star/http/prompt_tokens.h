@@ -1,7 +1,8 @@
 // The token ids a request sends: chat messages rendered with the model's chat format and tokenized
 // by the backend with parse_special (so that "<|eot_id|>" in the rendering is one special id),
-// sent as TokenInput; a completion prompt tokenized with BOS (after star.context, when given).
-// Special-token text inside message contents is read as the special token too, as in vLLM.
+// sent as TokenInput; a completion prompt tokenized with BOS (after star.context, when given), or
+// its token ids as given. Special-token text inside message contents, prompts and star.context is
+// read as the special token too, as in vLLM. With star.context_id the whole chat is the query.
 #pragma once
 
 #include <cstdint>

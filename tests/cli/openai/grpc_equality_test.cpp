@@ -82,6 +82,40 @@ TEST_F(GrpcEquality, StoredContextAnswersLikeTheServersSession) {
             made.context->context_tokens() + static_cast<int64_t>(query.size()));
 }
 
+// The stored context is the document; the whole chat after it is the query: the system message
+// and earlier turns reach the model, not only the last user message.
+TEST_F(GrpcEquality, ChatAgainstAStoredContextKeepsEveryMessage) {
+  v1::CreateContextRequest create;
+  create.set_text(kDocument);
+  CreateContextStream made = create_context(*stub(), create, backend_key());
+  ASSERT_TRUE(made.status.ok() && made.context) << made.status.error_message();
+  const std::string id = made.context->context_id();
+  const json messages = {{{"role", "system"}, {"content", "Answer in one word."}},
+                         {{"role", "user"}, {"content", "Who lives in the wood?"}},
+                         {{"role", "assistant"}, {"content", "The fox."}},
+                         {{"role", "user"}, {"content", "And what does it jump over?"}}};
+  httplib::Result chat = post("/v1/chat/completions", {{"model", kModelId}, {"messages", messages}, {"max_tokens", 10},
+                                                       {"temperature", 0}, {"ignore_eos", true},
+                                                       {"star", {{"context_id", id}}}});
+  ASSERT_TRUE(chat);
+  ASSERT_EQ(chat->status, 200) << chat->body;
+  httplib::Result rendered = post("/tokenize", {{"messages", messages}});
+  ASSERT_TRUE(rendered);
+  std::vector<int32_t> query = json::parse(rendered->body)["tokens"].get<std::vector<int32_t>>();
+  ASSERT_FALSE(query.empty());
+  query.erase(query.begin());  // the stored context has the BOS
+  v1::GenerateRequest request = session_request(id, "", 10);
+  request.mutable_session()->mutable_query_ids()->mutable_ids()->Add(query.begin(), query.end());
+  request.set_ignore_eos(true);
+  GenerateStream reference = generate(*stub(), request, backend_key());
+  ASSERT_TRUE(reference.status.ok()) << reference.status.error_message();
+  const json answer = json::parse(chat->body);
+  EXPECT_EQ(answer["usage"]["prompt_tokens"].get<int64_t>(),
+            made.context->context_tokens() + static_cast<int64_t>(query.size()))
+      << "every message is in the query";
+  EXPECT_EQ(answer["choices"][0]["message"]["content"].get<std::string>(), reference.text);
+}
+
 // Polls the backend until it has `active` requests, `queued` of them waiting.
 template <typename Info>
 bool wait_until_state(Info info, int active, int queued) {

@@ -63,6 +63,14 @@ class OpenAiE2E : public ::testing::Test {
     httplib::Client c = shim().client();
     return c.Post(path.c_str(), auth(key), body.dump(), "application/json");
   }
+  // The value of one sample of the shim's /metrics (`line` is its name with labels), or -1.
+  static double metric(const std::string& line) {
+    httplib::Client c = shim().client();
+    httplib::Result r = c.Get("/metrics");
+    if (!r) return -1;
+    const size_t at = r->body.find(line + " ");
+    return at == std::string::npos ? -1 : std::stod(r->body.substr(at + line.size() + 1));
+  }
   static nlohmann::json chat_body(const std::string& question, int max_tokens, nlohmann::json extra = {}) {
     nlohmann::json body = {{"model", kModelId},
                            {"messages",

@@ -137,7 +137,7 @@ TEST_F(RawHttp, BadRequestsGetTheErrorShapeAndTheShimKeepsServing) {
   EXPECT_EQ(e["param"], "stop_token_ids[0]") << "the backend's own check, relayed";
   e = expect_error(post("/v1/completions", {{"model", kModelId}, {"prompt", "x"}, {"star", {{"context_id", "nope"}}}}),
                    404);
-  EXPECT_EQ(e["param"], "session.context_id");
+  EXPECT_EQ(e["param"], "star.context_id") << "the client's field, not the backend request's";
   e = expect_error(post("/v1/completions", {{"model", kModelId}, {"prompt", "x"},
                                             {"star", {{"attention", {{"algorithm", "warp"}}}}}}),
                    400);
@@ -201,7 +201,12 @@ TEST_F(RawHttp, ModelsTokenizeAndDetokenize) {
   EXPECT_EQ(t["tokens"].get<std::vector<int32_t>>(), std::vector<int32_t>(reference.ids().begin(), reference.ids().end()));
   httplib::Result text = post("/detokenize", {{"tokens", t["tokens"]}});
   ASSERT_TRUE(text);
-  EXPECT_EQ(json::parse(text->body)["prompt"], "The fox jumps.");
+  // Special tokens keep their text, as vLLM's /detokenize does.
+  grpc::ClientContext info_context;
+  info_context.AddMetadata("authorization", std::string("Bearer ") + kBackendKey);
+  v1::ModelInfo info;
+  ASSERT_TRUE(stub->GetModelInfo(&info_context, {}, &info).ok());
+  EXPECT_EQ(json::parse(text->body)["prompt"], info.bos_token() + "The fox jumps.");
   json e = expect_error(post("/detokenize", {{"tokens", {"a"}}}), 400);
   EXPECT_EQ(e["param"], "tokens");
 }

@@ -63,6 +63,7 @@ class ShimProcess {
 
   bool ready() const { return port_ > 0; }
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
   httplib::Client client() const {
     httplib::Client c("127.0.0.1", port_);
