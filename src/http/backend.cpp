@@ -10,11 +10,14 @@ namespace star::http {
 
 namespace {
 
-// gRPC's default reconnect backoff grows to 120 s: after an outage the shim came back 7-23 s
-// after the server did. Attempts 100 ms to 500 ms apart cost a refused connect each.
+// gRPC's reconnect backoff grows to 120 s between attempts: after an outage the shim came back
+// 7-23 s after the server did. Here attempts are at most 500 ms apart, and the monitor resets the
+// backoff at each failed poll. gRPC's "min reconnect backoff" is both the least time between
+// attempts and the time one attempt may take: much under 500 ms, a server just up on a busy
+// machine had its handshakes cut.
 constexpr int kReconnectInitialMs = 100;
-constexpr int kReconnectMinMs = 100;
 constexpr int kReconnectMaxMs = 500;
+constexpr int kConnectTimeoutMs = 500;
 // The monitor asks this often, with this deadline: /health is at most this stale, and a restart
 // between two polls is still seen as the uptime going back.
 constexpr auto kMonitorPeriod = std::chrono::milliseconds(500);
@@ -50,13 +53,13 @@ Result<std::unique_ptr<Backend>> Backend::connect(const ShimOptions& options) {
   arguments.SetMaxSendMessageSize(256 << 20);
   arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, kReconnectInitialMs);
   arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kReconnectMaxMs);
-  arguments.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kReconnectMinMs);
+  arguments.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kConnectTimeoutMs);
   auto channel = grpc::CreateCustomChannel(options.backend, credentials, arguments);
   return std::unique_ptr<Backend>(new Backend(std::move(channel), options.backend_api_key));
 }
 
 Backend::Backend(std::shared_ptr<grpc::Channel> channel, std::string api_key)
-    : api_key_(std::move(api_key)), star_(v1::StarService::NewStub(channel)) {
+    : api_key_(std::move(api_key)), channel_(channel), star_(v1::StarService::NewStub(channel)) {
   monitor_ = std::thread([this] { monitor(); });
 }
 
@@ -85,6 +88,7 @@ void Backend::monitor() {
     auto context = call(kMonitorDeadline);
     v1::ServerInfo info;
     const grpc::Status status = star_->GetServerInfo(context.get(), {}, &info);
+    if (!status.ok()) grpc::experimental::ChannelResetConnectionBackoff(channel_.get());
     lock.lock();
     health_ = {status.error_code(), status.error_message()};
     if (!status.ok() || (uptime_seconds_ && info.uptime_seconds() < *uptime_seconds_)) facts_.reset();

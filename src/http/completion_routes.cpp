@@ -48,7 +48,8 @@ struct Generation {
 
 // The answer's length when the client gives none: the room left in the window, capped by the
 // server's --max-tokens-limit, with or without a stored context (whose length the backend lists).
-// An explicit max_tokens over the limit, or over the room, is refused naming it.
+// An explicit max_tokens over the limit is refused naming it; one over the room (or no room at all)
+// is context_length_exceeded.
 std::optional<ApiError> settle_max_tokens(Backend& backend, const ModelFacts& model, const PromptTokens& prompt,
                                           OpenAiRequest& request) {
   const int64_t limit = model.max_tokens_limit > 0 ? model.max_tokens_limit : INT64_MAX;

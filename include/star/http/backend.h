@@ -71,6 +71,7 @@ class Backend {
   void monitor();
 
   std::string api_key_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::StarService::Stub> star_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
