@@ -73,7 +73,7 @@ Result<std::vector<float>> LlamaModel::forward(std::span<const int32_t> tokens,
   if (logit_rows > 0) {
     const float* last = x.data() + (n - logit_rows) * dim;
     cpu::rms_norm(last, logit_rows, dim, weights_.final_norm.f32(), static_cast<float>(c.rms_norm_eps), h.data());
-    cpu::matmul(h.data(), logit_rows, weights_.lm_head, logits.data());
+    cpu::matmul_float_activations(h.data(), logit_rows, weights_.lm_head, logits.data());
   }
   return logits;
 }

@@ -1,7 +1,7 @@
 // cpu::matmul over weights of every stored type: up to kRowDotMaxRows activation rows it equals the
 // scalar row-dot kernel element by element (up to re-association); past it, and for the types
 // without a row-dot kernel at any row count, it equals sgemm on the dequantized weight (up to float
-// rounding).
+// rounding). matmul_float_activations equals that sgemm at every row count.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -99,6 +99,26 @@ TEST(StoredMatmul, ManyRowsAndOtherTypesEqualSgemmOfTheDequantizedWeight) {
           ASSERT_NEAR(y[e], want[e], 1e-6 * (mag[e] + std::fabs(y0[e])) + 1e-7)
               << dtype_name(type) << " n=" << n << " element " << e;
         }
+      }
+    }
+  }
+}
+
+// The output projection's product: at every row count, the types with row-dot kernels included,
+// sgemm on the dequantized weight with x unrounded.
+TEST(StoredMatmul, FloatActivationsEqualSgemmOfTheDequantizedWeightAtAnyRowCount) {
+  std::mt19937 rng(25);
+  const int64_t m = 300, k = 512;
+  for (DType type : kAllStoredTypes) {
+    const Case c = random_case(type, m, k, rng);
+    for (int64_t n : {int64_t{1}, int64_t{3}, cpu::kRowDotMaxRows, cpu::kRowDotMaxRows + 1}) {
+      const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);
+      std::vector<float> y(static_cast<size_t>(n * m), -1.f), want(y.size());
+      cpu::matmul_float_activations(x.data(), n, c.w, y.data());
+      cpu::matmul_nt(x.data(), n, k, c.w_hat.data(), m, want.data());
+      const auto mag = magnitudes(x, n, c, m, k);
+      for (size_t e = 0; e < y.size(); ++e) {
+        ASSERT_NEAR(y[e], want[e], 1e-6 * mag[e] + 1e-7) << dtype_name(type) << " n=" << n << " element " << e;
       }
     }
   }

@@ -63,6 +63,20 @@ TEST(ChatMlRender, QueryIsTheLastUserTurnAndTheAssistantHeader) {
   }
 }
 
+// SmolLM2's template writes the assistant header only under add_generation_prompt.
+TEST(ChatMlRender, WithoutGenerationPromptTheAssistantHeaderIsLeftOut) {
+  const ChatMlFixture f = read_fixture();
+  const std::string system = chat_default_system(f.chat_template);
+  for (size_t i = 0; i < f.conversations.size(); ++i) {
+    Result<RenderedChat> with = render_chat(ChatFormat::kChatMl, f.conversations[i], {"", "", system});
+    Result<RenderedChat> without =
+        render_chat(ChatFormat::kChatMl, f.conversations[i], {"", "", system}, /*add_generation_prompt=*/false);
+    ASSERT_TRUE(with.ok() && without.ok());
+    EXPECT_EQ(without->whole() + "<|im_start|>assistant\n", with->whole()) << "case " << i;
+    EXPECT_EQ(without->context, with->context) << "case " << i;
+  }
+}
+
 TEST(ChatMlRender, DefaultSystemMessageComesFromTheTemplate) {
   // Escaped newlines in the Jinja literal, double quotes, and a template without a default.
   EXPECT_EQ(chat_default_system(R"({{ "<|im_start|>system\nBe brief.\\n\"Really\"<|im_end|>\n" }})"),

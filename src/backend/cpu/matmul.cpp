@@ -135,4 +135,14 @@ void matmul(const float* x, int64_t n, const WeightTensor& w, float* y, bool acc
   matmul_widened_tiles(x, n, w, y, accumulate);
 }
 
+void matmul_float_activations(const float* x, int64_t n, const WeightTensor& w, float* y) {
+  if (w.dtype == DType::kF32 || n == 0 || w.rows() == 0 || w.cols() == 0) {
+    matmul(x, n, w, y);
+  } else if (n <= kRowDotMaxRows) {
+    matmul_widened_rows(x, n, w, y, /*accumulate=*/false);
+  } else {
+    matmul_widened_tiles(x, n, w, y, /*accumulate=*/false);
+  }
+}
+
 }  // namespace star::cpu

@@ -24,8 +24,11 @@ enum class Isa {
   kAvx512,  // AVX-512 F/BW/VL with VNNI and BF16
 };
 const char* isa_name(Isa isa);
-// The widest of the above that this CPU runs, read once from cpuid.
+// The widest of the above that this CPU runs (read once from cpuid), capped by limit_isa.
 Isa best_isa();
+// Caps what best_isa() returns from now on, process-wide; kAvx512 lifts the cap. Tests force
+// kScalar to run whole models on the scalar reference kernels.
+void limit_isa(Isa isa);
 
 using RowDot = float (*)(const std::byte* weight_row, const std::byte* activation_row, int64_t k);
 

@@ -17,6 +17,12 @@ inline constexpr int64_t kRowDotMaxRows = 8;
 // x and y are row-major float32 and must not overlap. F32 weights go straight to BLAS.
 void matmul(const float* x, int64_t n, const WeightTensor& w, float* y, bool accumulate = false);
 
+// matmul (not accumulating) with x kept in float32 whatever w's type: never a row-dot kernel that
+// rounds the activations (to Q8_0 or BF16). For the output projection, where that rounding flips
+// the top token: SmolLM2's tied Q8_0 embedding with Q8_0 activations agrees with float32
+// transformers on the top token at 98.2% of positions, against float32 on every other product.
+void matmul_float_activations(const float* x, int64_t n, const WeightTensor& w, float* y);
+
 // out[count, cols] = rows [first, first + count) of w as float32 (exact for every stored type).
 void dequantize_weight_rows(const WeightTensor& w, int64_t first, int64_t count, float* out);
 

@@ -1,5 +1,8 @@
 #include "star/backend/cpu/dot_kernels.h"
 
+#include <algorithm>
+#include <atomic>
+
 #include "row_dots.h"
 
 namespace star::cpu {
@@ -46,6 +49,13 @@ Isa detect_isa() {
   return Isa::kScalar;
 }
 
+Isa detected_isa() {
+  static const Isa isa = detect_isa();
+  return isa;
+}
+
+std::atomic<Isa> isa_limit{Isa::kAvx512};
+
 }  // namespace
 
 const char* isa_name(Isa isa) {
@@ -58,12 +68,13 @@ const char* isa_name(Isa isa) {
 }
 
 Isa best_isa() {
-  static const Isa isa = detect_isa();
-  return isa;
+  return std::min(detected_isa(), isa_limit.load(std::memory_order_relaxed));
 }
 
+void limit_isa(Isa isa) { isa_limit.store(isa, std::memory_order_relaxed); }
+
 const DotKernel* find_dot_kernel(DType weight_type, Isa isa) {
-  if (static_cast<int>(isa) > static_cast<int>(best_isa())) return nullptr;
+  if (static_cast<int>(isa) > static_cast<int>(detected_isa())) return nullptr;
   for (const KernelRow& row : kKernels) {
     if (row.weight_type == weight_type) return &row.by_isa[static_cast<int>(isa)];
   }
