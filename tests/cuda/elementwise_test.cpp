@@ -71,8 +71,10 @@ TEST_F(CudaElementwise, EmbeddingReadsBf16RowsExactly) {
   // The CPU reference reads the same bf16 values widened to float32: the result is exact.
   const auto rounded = testing::rounded_to_bf16(table);
   std::vector<float> expected(ids.size() * static_cast<size_t>(dim));
-  cpu::embedding_lookup(rounded.data(), vocab, dim, ids.data(), static_cast<int64_t>(ids.size()),
-                        expected.data());
+  WeightTensor rounded_table;
+  rounded_table.shape = {vocab, dim};
+  rounded_table.data = reinterpret_cast<const std::byte*>(rounded.data());
+  cpu::embedding_lookup(rounded_table, ids.data(), static_cast<int64_t>(ids.size()), expected.data());
 
   auto dtable = testing::to_device_bf16(table);
   auto dids = to_device(ids);

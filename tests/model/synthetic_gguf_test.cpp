@@ -13,6 +13,7 @@
 
 #include "model/test_files.h"
 #include "model/weights_helpers.h"
+#include "quant/error_bounds.h"
 #include "star/model/gguf.h"
 #include "star/model/model_loader.h"
 #include "star/model/synthetic_gguf.h"
@@ -81,32 +82,6 @@ std::map<std::string, std::vector<float>> hf_weights_by_gguf_name(const LoadedMo
   return out;
 }
 
-// |x − x̂| allowed for a block of x stored as `dtype` (see src/quant/quantize_kquants.cpp and
-// docs/model-formats.md): half a step of the block's grid, one more step where ggml's Q4_0/Q5_0
-// clamp the extreme opposite the block's scale, and the scales' rounding to half (2^-11 relative,
-// times the largest code).
-double block_bound(DType dtype, const float* x, int64_t n) {
-  const auto [lo, hi] = std::minmax_element(x, x + n);
-  const double amax = std::max(std::fabs(*lo), std::fabs(*hi));
-  const double range = *hi - *lo;
-  const double range0 = *hi - std::min(0.0f, *lo);  // K-quants: the min is never positive
-  const double rounding = 1e-6 * amax;
-  switch (dtype) {
-    case DType::kQ4_0: return amax * (1.0 / 8 + 1.0 / 256) + rounding;
-    case DType::kQ5_0: return amax * (1.0 / 16 + 1.0 / 256) + rounding;
-    case DType::kQ8_0: return amax * (1.0 / 254 + 1.0 / 512) + rounding;
-    case DType::kQ4_1: return range * (1.0 / 30 + 1.0 / 1024) + std::fabs(*lo) / 1024 + rounding;
-    case DType::kQ5_1: return range * (1.0 / 62 + 1.0 / 1024) + std::fabs(*lo) / 1024 + rounding;
-    case DType::kQ4_K: return range0 * (1 + 2.1 / 63) / 30 + rounding;
-    case DType::kQ5_K: return range0 * (1 + 2.1 / 63) / 62 + rounding;
-    case DType::kQ6_K: return amax * (1 + 1.1 / 127) / 62 + rounding;
-    case DType::kF32:
-    case DType::kF16:
-    case DType::kBF16: return 0.0;
-  }
-  return 0.0;
-}
-
 // The expected value of a plain type: the float rounded to it and back.
 float plain_round_trip(DType dtype, float x) {
   if (dtype == DType::kF16) return f16_to_f32(f32_to_f16(x));
@@ -120,7 +95,7 @@ void expect_tensor_near(const GgufTensorInfo& info, const std::vector<float>& ac
   const int64_t block = std::max<int64_t>(dtype_block_elements(info.dtype), 1);
   int failures = 0;
   for (size_t start = 0; start < expected.size() && failures < 5; start += static_cast<size_t>(block)) {
-    const double bound = block_bound(info.dtype, expected.data() + start, block);
+    const double bound = testing::block_error_bound(info.dtype, expected.data() + start, block);
     for (size_t i = start; i < start + static_cast<size_t>(block); ++i) {
       const double want = dtype_is_quantized(info.dtype) ? expected[i] : plain_round_trip(info.dtype, expected[i]);
       if (std::fabs(actual[i] - want) > bound) {
