@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "q6_k_codes.h"
 #include "star/model/dtype.h"
 #include "star/quant/blocks.h"
 
@@ -24,17 +25,7 @@ inline float q6_k_q8_0_dot(const std::byte* w, const std::byte* x, int64_t k, Ha
   for (int64_t b = 0; b < k / quant::kSuperBlock; ++b) {
     const BlockQ6_K& block = reinterpret_cast<const BlockQ6_K*>(w)[b];
     int8_t q[quant::kSuperBlock];
-    for (int half = 0; half < 2; ++half) {
-      const uint8_t* ql = block.ql + 64 * half;
-      const uint8_t* qh = block.qh + 32 * half;
-      int8_t* qo = q + 128 * half;
-      for (int l = 0; l < 32; ++l) {
-        qo[l] = static_cast<int8_t>(((ql[l] & 0x0F) | ((qh[l] & 3) << 4)) - 32);
-        qo[l + 32] = static_cast<int8_t>(((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32);
-        qo[l + 64] = static_cast<int8_t>(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
-        qo[l + 96] = static_cast<int8_t>(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
-      }
-    }
+    unpack_q6_k_codes(block, q);
     const float d = half_to_float(block.d);
     for (int s = 0; s < quant::kSuperBlock / quant::kLegacyBlock; ++s) {
       const BlockQ8_0& a = xb[b * (quant::kSuperBlock / quant::kLegacyBlock) + s];

@@ -1,10 +1,10 @@
 // Q6_K rows widened to float32 for the matmul's row and tile paths. The formula and its order are
-// quant::dequantize_rows' (the results are bit-identical); this copy decodes into a local integer
-// array first, which the compiler vectorizes: written straight through the block's byte pointers,
-// the float stores may alias them and the loop stays scalar. Q6_K is what llama.cpp's quantizer
+// quant::dequantize_rows' (the results are bit-identical), decoding the codes first
+// (q6_k_codes.h) so that the loop vectorizes. Q6_K is what llama.cpp's quantizer
 // stores the output projection as, so every quantized model's decode widens one per token.
 #include "star/model/dtype.h"
 #include "star/quant/blocks.h"
+#include "q6_k_codes.h"
 #include "widen_rows.h"
 
 namespace star::cpu {
@@ -14,17 +14,7 @@ void widen_q6_k_row(const std::byte* src, int64_t k, float* out) {
     // Weight rows are 2-byte aligned (the loader copies any that are not), all a block needs.
     const auto& block = reinterpret_cast<const quant::BlockQ6_K*>(src)[b];
     int8_t q[quant::kSuperBlock];
-    for (int half = 0; half < 2; ++half) {
-      const uint8_t* ql = block.ql + 64 * half;
-      const uint8_t* qh = block.qh + 32 * half;
-      int8_t* qo = q + 128 * half;
-      for (int l = 0; l < 32; ++l) {
-        qo[l] = static_cast<int8_t>(((ql[l] & 0x0F) | ((qh[l] & 3) << 4)) - 32);
-        qo[l + 32] = static_cast<int8_t>(((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32);
-        qo[l + 64] = static_cast<int8_t>(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
-        qo[l + 96] = static_cast<int8_t>(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
-      }
-    }
+    unpack_q6_k_codes(block, q);
     const float d = f16_to_f32(block.d);
     // Element e has scale scales[e / 16]: d · scale · q, multiplied in that order.
     for (int g = 0; g < quant::kSuperBlock / 16; ++g) {
