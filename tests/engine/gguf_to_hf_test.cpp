@@ -5,9 +5,8 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <numeric>
 
-#include "star/attention/layer_attentions.h"
+#include "engine/prefill_logits.h"
 #include "star/model/llama_model.h"
 #include "star/model/model_loader.h"
 #include "star/model/safetensors.h"
@@ -29,17 +28,6 @@ std::vector<float> adjacent_to_half(const WeightTensor& w, int64_t heads, int64_
         std::copy(src, src + in, out.data() + ((h * d) + p * (d / 2) + i) * in);
       }
   return out;
-}
-
-std::vector<float> logits_of(const LlamaModel& model, const std::vector<int32_t>& ids) {
-  const LlamaConfig& c = model.config();
-  KvCache cache(c.n_layers, c.n_kv_heads, c.head_dim);
-  LocalCausalAttention attention(AttentionShape::of(c), cache);
-  std::vector<int32_t> positions(ids.size());
-  std::iota(positions.begin(), positions.end(), 0);
-  Result<std::vector<float>> r = model.forward(ids, positions, attention, static_cast<int64_t>(ids.size()));
-  EXPECT_TRUE(r.ok()) << r.status().to_string();
-  return r.ok() ? *r : std::vector<float>{};
 }
 
 // Writes stories260K's GGUF weights as an HF directory (Q/K rows in half-vector order), with
@@ -107,7 +95,7 @@ TEST(GgufToHf, SameLogitsThroughBothLayouts) {
   const std::vector<int32_t> ids = {1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426};
   // The layouts pair the rotated dimensions differently, so the q·k sums run in another order; on
   // the SSE build (the sanitizer variant) that reaches 1.1e-5 on logits of magnitude ~18.
-  EXPECT_LT(max_abs_difference(logits_of(*a, ids), logits_of(*b, ids)), 2e-5f);
+  EXPECT_LT(max_abs_difference(testing::prefill_logits(*a, ids), testing::prefill_logits(*b, ids)), 2e-5f);
 }
 
 // Llama 3.1 RoPE scaling as a GGUF carries it (rope_freqs.weight: one factor per frequency) and
@@ -142,13 +130,13 @@ TEST(GgufToHf, RopeFreqFactorsEqualHfLlama3Scaling) {
   ASSERT_TRUE(plain.ok() && a.ok() && b.ok());
   std::vector<int32_t> ids = {1};
   for (int32_t i = 0; i < 95; ++i) ids.push_back(260 + (i * 37) % 250);
-  const std::vector<float> la = logits_of(*a, ids), lb = logits_of(*b, ids);
+  const std::vector<float> la = testing::prefill_logits(*a, ids), lb = testing::prefill_logits(*b, ids);
   // Dividing by a float32 factor and HF's llama3 formula round the frequencies differently
   // (~1e-7 relative); over 96 positions that reaches ~2.5e-5 on the logits.
   const float worst = max_abs_difference(la, lb);
   EXPECT_LT(worst, 1e-4f);
   // The scaling matters at these positions: without it the logits move by far more than that.
-  EXPECT_GT(max_abs_difference(lb, logits_of(*plain, ids)), 100 * worst);
+  EXPECT_GT(max_abs_difference(lb, testing::prefill_logits(*plain, ids)), 100 * worst);
 }
 
 }  // namespace

@@ -4,9 +4,8 @@
 // pair (scripts/test.sh runs it); without it the tests skip.
 #include <gtest/gtest.h>
 
-#include <numeric>
 
-#include "star/attention/layer_attentions.h"
+#include "engine/prefill_logits.h"
 #include "star/engine/runtime_model.h"
 #include "star/model/llama_model.h"
 #include "star/model/model_loader.h"
@@ -21,17 +20,6 @@ namespace {
     GTEST_SKIP() << "no llama.cpp conversion in " << ::star::testing::model_cache_dir()          \
                  << "/llamacpp-llama3; run tests/reference/convert_with_llamacpp.sh";            \
   }
-
-std::vector<float> logits_of(const LlamaModel& model, const std::vector<int32_t>& ids) {
-  const LlamaConfig& c = model.config();
-  KvCache cache(c.n_layers, c.n_kv_heads, c.head_dim);
-  LocalCausalAttention attention(AttentionShape::of(c), cache);
-  std::vector<int32_t> positions(ids.size());
-  std::iota(positions.begin(), positions.end(), 0);
-  Result<std::vector<float>> r = model.forward(ids, positions, attention, static_cast<int64_t>(ids.size()));
-  EXPECT_TRUE(r.ok()) << r.status().to_string();
-  return r.ok() ? *r : std::vector<float>{};
-}
 
 TEST(LlamaCppConverted, SameLogitsAsTheHfDirectory) {
   STAR_REQUIRE_CONVERTED(dir);
@@ -61,7 +49,8 @@ TEST(LlamaCppConverted, SameLogitsAsTheHfDirectory) {
   // Past original_max_position_embeddings / factor the scaled frequencies turn visibly.
   std::vector<int32_t> ids;
   for (int32_t i = 0; i < 300; ++i) ids.push_back(static_cast<int32_t>((i * 97 + 13) % vocab));
-  const std::vector<float> la = logits_of(*a, ids), lb = logits_of(*b, ids), lu = logits_of(*unscaled, ids);
+  const std::vector<float> la = testing::prefill_logits(*a, ids), lb = testing::prefill_logits(*b, ids),
+                           lu = testing::prefill_logits(*unscaled, ids);
   ASSERT_EQ(la.size(), lb.size());
   float worst = 0, scaling_effect = 0;
   for (size_t i = 0; i < la.size(); ++i) {
