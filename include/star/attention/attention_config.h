@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "star/attention/sparse_attention_config.h"
+
 namespace star {
 
 struct AttentionConfig {
@@ -27,6 +29,9 @@ struct AttentionConfig {
   // streaming (StreamingLLM baseline)
   int64_t streaming_sink = 1000;
   int64_t streaming_window = 8000;
+
+  // Sparse attention inside the kernels, orthogonal to `algorithm` (sparse_attention_config.h).
+  SparseAttentionConfig sparse;
 };
 
 }  // namespace star
