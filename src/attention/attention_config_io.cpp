@@ -2,18 +2,16 @@
 
 #include <array>
 #include <fstream>
-#include <initializer_list>
 #include <limits>
-#include <sstream>
 #include <stdexcept>
 #include <type_traits>
 #include <variant>
 
+#include "star/attention/algorithm_registry.h"
+#include "star/attention/config_checks.h"
+
 namespace star {
 namespace {
-
-// Token counts end up as int32 positions, so no count may exceed this.
-constexpr int64_t kMaxTokens = std::numeric_limits<int32_t>::max();
 
 using FieldMember = std::variant<std::string AttentionConfig::*, int64_t AttentionConfig::*,
                                  double AttentionConfig::*, bool AttentionConfig::*>;
@@ -27,8 +25,7 @@ struct Field {
 };
 
 const std::array<Field, 12> kFields = {{
-    {"algorithm", "--attention", "Phase 1 algorithm: dense, star, no-anchor, ring, pulsar, streaming",
-     &AttentionConfig::algorithm},
+    {"algorithm", "--attention", algorithm_flag_help().c_str(), &AttentionConfig::algorithm},
     {"block_size", "--block-size", "context tokens per block (0: ceil(L / ranks))", &AttentionConfig::block_size},
     {"anchor_size", "--anchor-size", "star: anchor tokens (-1: the block size)", &AttentionConfig::anchor_size},
     {"sink_tokens", "--sink-tokens", "pulsar: sink tokens taken from block 0", &AttentionConfig::sink_tokens},
@@ -45,23 +42,6 @@ const std::array<Field, 12> kFields = {{
 }};
 
 constexpr const char* kSummaryTokensFlag = "--summary-tokens";
-
-Status check_range(const char* field, int64_t value, int64_t lo, int64_t hi, const char* meaning = "") {
-  if (value >= lo && value <= hi) return ok_status();
-  return invalid_argument("attention config: " + std::string(field) + " = " + std::to_string(value) +
-                          " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]" +
-                          meaning);
-}
-
-Status check_member(const char* field, const std::string& value, std::initializer_list<const char*> allowed) {
-  std::string set;
-  for (const char* a : allowed) {
-    if (value == a) return ok_status();
-    set += set.empty() ? a : std::string(", ") + a;
-  }
-  return invalid_argument("attention config: " + std::string(field) + " = \"" + value +
-                          "\" is not one of {" + set + "}");
-}
 
 std::string known_keys() {
   std::string keys;
@@ -104,30 +84,13 @@ Status assign_from_json(const Field& field, const nlohmann::json& value, Attenti
 }  // namespace
 
 Status validate_attention_config(const AttentionConfig& c) {
-  for (Status s : {
-           check_member("algorithm", c.algorithm, {"dense", "star", "no-anchor", "ring", "pulsar", "streaming"}),
-           check_range("block_size", c.block_size, 0, kMaxTokens, " (0: ceil(L / ranks))"),
-           check_range("anchor_size", c.anchor_size, -1, kMaxTokens, " (-1: the block size)"),
-           check_range("sink_tokens", c.sink_tokens, 0, kMaxTokens),
-           check_range("chunk_tokens", c.chunk_tokens, 1, kMaxTokens),
-           check_range("summary_chunks", c.summary_chunks, 0, kMaxTokens, " (0: use summary_fraction)"),
-           check_member("scoring", c.scoring, {"max_idf", "tfidf", "bm25", "entropy", "even"}),
-           check_member("position_mode", c.position_mode, {"sparse", "contiguous"}),
-           check_range("streaming_sink", c.streaming_sink, 0, kMaxTokens),
-           check_range("streaming_window", c.streaming_window, 1, kMaxTokens,
-                       " (an unbounded window is algorithm dense)"),
-       }) {
-    if (!s.ok()) return s;
+  if (find_algorithm(c.algorithm) == nullptr) {
+    return invalid_argument("attention config: algorithm = \"" + c.algorithm + "\" is not one of {" +
+                            algorithm_names() + "}");
   }
-  if (!(c.summary_fraction >= 0.0 && c.summary_fraction <= 1.0)) {
-    std::ostringstream value;
-    value << c.summary_fraction;
-    return invalid_argument("attention config: summary_fraction = " + value.str() + " is out of range [0, 1]");
-  }
-  if (c.block_size > 0 && c.anchor_size > c.block_size) {
-    return invalid_argument("attention config: anchor_size = " + std::to_string(c.anchor_size) +
-                            " exceeds block_size = " + std::to_string(c.block_size) +
-                            " (the anchor is the start of block 0)");
+  if (Status s = check_range("block_size", c.block_size, 0, kMaxTokens, " (0: ceil(L / ranks))"); !s.ok()) return s;
+  for (const AlgorithmEntry& entry : algorithm_registry()) {
+    if (Status s = entry.check_parameters(c); !s.ok()) return s;
   }
   return ok_status();
 }

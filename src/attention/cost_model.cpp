@@ -6,9 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "star/attention/algorithm_registry.h"
 #include "star/attention/attention_config_io.h"
 #include "star/attention/block_ranges.h"
-#include "star/attention/pulsar_summary.h"
 
 namespace star {
 namespace {
@@ -42,18 +42,6 @@ Result<int64_t> read_int(const nlohmann::json& json, const char* key, const std:
     return invalid_argument(file + ": \"" + key + "\" must be a positive integer, got " + it->dump());
   }
   return it->get<int64_t>();
-}
-
-// Token counts of pulsar's sink and of each summary Σ0..Σ(n-2), at the budget.
-std::vector<int64_t> pulsar_summary_tokens(const std::vector<TokenRange>& blocks, const AttentionConfig& config,
-                                           int64_t sink) {
-  const int64_t budget = summary_budget_chunks(config, blocks.front().size()) * config.chunk_tokens;
-  std::vector<int64_t> tokens;
-  for (size_t j = 0; j + 1 < blocks.size(); ++j) {
-    const int64_t eligible = blocks[j].size() - (j == 0 ? sink : 0);
-    tokens.push_back(std::min(budget, eligible));
-  }
-  return tokens;
 }
 
 }  // namespace
@@ -123,75 +111,26 @@ Result<Phase1Cost> phase1_cost(const LlamaConfig& model, int64_t context_tokens,
     return invalid_argument("context_tokens: " + std::to_string(context_tokens) +
                             " (Phase 1 has nothing to cost for an empty context)");
   }
-  const std::string& algorithm = config.algorithm;
-  const bool whole_context = algorithm == "dense" || algorithm == "streaming";
-  Result<BlockLayout> layout_or =
-      split_into_blocks(context_tokens, whole_context ? context_tokens : config.block_size, n_ranks);
-  if (!layout_or.ok()) return layout_or.status();
-  const BlockLayout& layout = *layout_or;
-  const std::vector<TokenRange>& blocks = layout.blocks;
-  const int64_t first_block = blocks.front().size();
-
+  // validate_attention_config refused names the registry does not hold.
+  const AlgorithmEntry& entry = *find_algorithm(config.algorithm);
+  Result<BlockLayout> layout =
+      split_into_blocks(context_tokens, entry.blocked ? config.block_size : context_tokens, n_ranks);
+  if (!layout.ok()) return layout.status();
   int64_t largest_shard = 0;
-  for (int r = 0; r < n_ranks; ++r) largest_shard = std::max(largest_shard, layout.shard(r).size());
+  for (int r = 0; r < n_ranks; ++r) largest_shard = std::max(largest_shard, layout->shard(r).size());
+  const Phase1Work work = entry.phase1_work(
+      {.model = model, .config = config, .context_tokens = context_tokens, .n_ranks = n_ranks, .layout = *layout,
+       .largest_shard_tokens = largest_shard});
 
   Phase1Cost cost;
-  cost.algorithm = algorithm;
+  cost.algorithm = config.algorithm;
   cost.context_tokens = context_tokens;
   cost.n_ranks = n_ranks;
-  int64_t kv_tokens = largest_shard;
-  int64_t in_flight_kv_tokens = 0;
-
-  if (whole_context || algorithm == "no-anchor") {
-    cost.critical_path_tokens = first_block;
-  } else if (algorithm == "star") {
-    const int64_t anchor = std::min(config.anchor_size < 0 ? first_block : config.anchor_size, first_block);
-    cost.critical_path_tokens = first_block;
-    for (size_t i = 1; i < blocks.size(); ++i) {
-      cost.critical_path_tokens = std::max(cost.critical_path_tokens, anchor + blocks[i].size());
-    }
-  } else if (algorithm == "ring") {
-    cost.critical_path_tokens = largest_shard;
-    in_flight_kv_tokens = largest_shard;
-  } else if (algorithm == "pulsar") {
-    const int64_t sink = std::min(config.sink_tokens, first_block);
-    const std::vector<int64_t> summaries = pulsar_summary_tokens(blocks, config, sink);
-    std::vector<int64_t> prefix(blocks.size(), 0);  // [sink ‖ Σ0..Σi-1] before block i > 0
-    cost.critical_path_tokens = first_block;
-    for (size_t i = 1; i < blocks.size(); ++i) {
-      prefix[i] = (i == 1 ? sink : prefix[i - 1]) + summaries[i - 1];
-      cost.critical_path_tokens = std::max(cost.critical_path_tokens, prefix[i] + blocks[i].size());
-    }
-    if (config.keep_prefix_kv) {
-      kv_tokens = 0;
-      for (int r = 0; r < n_ranks; ++r) {
-        const BlockRun run = layout.rank_runs[static_cast<size_t>(r)];
-        const int64_t kept_prefix = run.empty() ? 0 : prefix[static_cast<size_t>(run.last - 1)];
-        kv_tokens = std::max(kv_tokens, layout.shard(r).size() + kept_prefix);
-      }
-    }
-  }
-
-  if (algorithm == "ring") {
-    for (int r = 0; r < n_ranks; ++r) {
-      const TokenRange segment = layout.shard(r);
-      cost.attention_flops_per_layer =
-          std::max(cost.attention_flops_per_layer,
-                   causal_attention_flops(model, segment.end) - causal_attention_flops(model, segment.begin));
-    }
-  } else if (algorithm == "streaming" && context_tokens > config.streaming_sink + config.streaming_window) {
-    const int64_t visible = config.streaming_sink + config.streaming_window;
-    const double per_key = 4.0 * static_cast<double>((model.n_heads + model.n_kv_heads) * model.head_dim);
-    cost.attention_flops_per_layer = causal_attention_flops(model, visible) +
-                                     per_key * static_cast<double>(visible) *
-                                         static_cast<double>(context_tokens - visible);
-  } else {
-    cost.attention_flops_per_layer = causal_attention_flops(model, cost.critical_path_tokens);
-  }
-
+  cost.critical_path_tokens = work.critical_path_tokens;
+  cost.attention_flops_per_layer = work.attention_flops_per_layer;
   cost.activation_bytes_per_rank = cost.critical_path_tokens * attention_activation_bytes_per_token(model) +
-                                   in_flight_kv_tokens * 2 * model.n_kv_heads * model.head_dim * kCostBytesPerElement;
-  cost.kv_bytes_per_rank = kv_tokens * kv_bytes_per_token(model, kv_dtype);
+                                   work.in_flight_kv_tokens * 2 * model.n_kv_heads * model.head_dim * kCostBytesPerElement;
+  cost.kv_bytes_per_rank = work.kv_tokens_per_rank * kv_bytes_per_token(model, kv_dtype);
   return cost;
 }
 

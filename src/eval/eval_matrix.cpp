@@ -5,9 +5,13 @@
 #include <optional>
 #include <tuple>
 
+#include "star/attention/algorithm_registry.h"
+
 namespace star::eval {
 namespace {
 
+// Pulsar runs once per chunk scoring, as pulsar-<scoring>.
+constexpr std::string_view kPulsar = "pulsar";
 constexpr std::string_view kScorings[] = {"max_idf", "tfidf", "bm25", "entropy", "even"};
 constexpr std::string_view kPulsarPrefix = "pulsar-";
 
@@ -80,9 +84,17 @@ std::string table(const std::map<Key, double>& scores, const std::vector<std::st
 }  // namespace
 
 std::vector<std::string> default_algorithms() {
-  std::vector<std::string> names = {"dense", "ring", "star", "no-anchor"};
-  for (std::string_view s : kScorings) names.push_back(std::string(kPulsarPrefix) + std::string(s));
-  names.push_back("streaming");
+  std::vector<std::string> names;
+  for (bool exact : {true, false}) {
+    for (const AlgorithmEntry& entry : algorithm_registry()) {
+      if (entry.exact != exact) continue;
+      if (entry.name != kPulsar) {
+        names.emplace_back(entry.name);
+        continue;
+      }
+      for (std::string_view s : kScorings) names.push_back(std::string(kPulsarPrefix) + std::string(s));
+    }
+  }
   return names;
 }
 
@@ -92,7 +104,7 @@ Result<AttentionConfig> algorithm_config(std::string_view name, const AttentionC
     const std::string_view scoring = name.substr(kPulsarPrefix.size());
     for (std::string_view s : kScorings) {
       if (s == scoring) {
-        c.algorithm = "pulsar";
+        c.algorithm = std::string(kPulsar);
         c.scoring = std::string(s);
         return c;
       }
@@ -101,18 +113,17 @@ Result<AttentionConfig> algorithm_config(std::string_view name, const AttentionC
                             "\": unknown Pulsar scoring (pulsar-max_idf, pulsar-tfidf, pulsar-bm25, pulsar-entropy, "
                             "pulsar-even)");
   }
-  for (std::string_view a : {"dense", "ring", "star", "no-anchor", "streaming", "pulsar"}) {
-    if (a == name) {
-      c.algorithm = std::string(a);
-      return c;
-    }
+  if (find_algorithm(name) == nullptr) {
+    return invalid_argument("unknown algorithm \"" + std::string(name) + "\" (" + algorithm_names() +
+                            ", pulsar-<scoring>)");
   }
-  return invalid_argument("unknown algorithm \"" + std::string(name) +
-                          "\" (dense, ring, star, no-anchor, streaming, pulsar, pulsar-<scoring>)");
+  c.algorithm = std::string(name);
+  return c;
 }
 
 AttentionConfig with_blocks(AttentionConfig config, int64_t context_tokens, int blocks) {
-  if (config.algorithm != "dense" && config.algorithm != "streaming" && blocks > 0) {
+  const AlgorithmEntry* entry = find_algorithm(config.algorithm);
+  if (entry != nullptr && entry->blocked && blocks > 0) {
     config.block_size = (context_tokens + blocks - 1) / blocks;
   }
   return config;

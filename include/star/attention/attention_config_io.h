@@ -19,8 +19,9 @@
 
 namespace star {
 
-// Checks every field against its allowed range or set; the error names the field, the value and
-// what is allowed.
+// Checks every field against its allowed range or set: the algorithm against the registry, then
+// block_size, then every registered algorithm's parameter check (algorithm_registry.h). The error
+// names the field, the value and what is allowed.
 Status validate_attention_config(const AttentionConfig& config);
 
 // Parses and validates.

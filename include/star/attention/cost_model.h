@@ -2,6 +2,7 @@
 // B ranks and an AttentionConfig, the longest Phase 1 pass, its attention FLOPs and the memory per
 // rank, counted the way the Pulsar paper counts them (Section 5.2, Table 4). Blocks follow the same
 // rule as the plans (block_ranges.h), so uneven splits and explicit block sizes are costed exactly.
+// Each algorithm's passes come from its entry in the algorithm registry (algorithm_registry.h).
 #pragma once
 
 #include <cstdint>
@@ -54,8 +55,8 @@ struct Phase1Cost {
   int64_t kv_bytes_per_rank = 0;
 };
 
-// Validates the inputs (L >= 1, ranks >= 1, config as validate_attention_config, model shape > 0,
-// kv_dtype storable at the model's head_dim).
+// Validates the inputs (L >= 1, ranks >= 1, config as validate_attention_config, which refuses an
+// algorithm the registry does not hold, model shape > 0, kv_dtype storable at the model's head_dim).
 // Pulsar summaries are costed at min(k · chunk_tokens, tokens eligible in the block): exact when the
 // block is a multiple of chunk_tokens, an upper bound when a selected last chunk is partial.
 Result<Phase1Cost> phase1_cost(const LlamaConfig& model, int64_t context_tokens, int n_ranks,

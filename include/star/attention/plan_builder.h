@@ -20,7 +20,7 @@ namespace star {
 Result<BlockPlan> build_block_plan(std::span<const int32_t> context_ids, int n_ranks,
                                    const AttentionConfig& config);
 
-// The algorithm names build_block_plan accepts, in table order.
+// The algorithm names build_block_plan accepts: the registry's, in table order.
 std::vector<std::string_view> plan_algorithm_names();
 
 }  // namespace star

@@ -12,16 +12,16 @@
 
 namespace star::eval {
 
-// "dense", "ring", "star", "no-anchor", "streaming" and "pulsar-<scoring>" for each Pulsar scoring
-// (max_idf, tfidf, bm25, entropy, even): each algorithm once, Pulsar once per heuristic.
+// Every registered algorithm (algorithm_registry.h), the exact ones first, each once except Pulsar,
+// which runs as "pulsar-<scoring>" for each scoring (max_idf, tfidf, bm25, entropy, even).
 std::vector<std::string> default_algorithms();
 
 // `base` (the parameters from flags or a config file) with the algorithm, and the scoring for
 // pulsar-<scoring>, of `name`. Errors name the unknown algorithm or scoring.
 Result<AttentionConfig> algorithm_config(std::string_view name, const AttentionConfig& base);
 
-// The configuration for one context: blocked algorithms split `context_tokens` into `blocks`
-// blocks of ceil(context_tokens / blocks) tokens (the last one shorter).
+// The configuration for one context: blocked algorithms (the registry's `blocked`) split
+// `context_tokens` into `blocks` blocks of ceil(context_tokens / blocks) tokens (the last one shorter).
 AttentionConfig with_blocks(AttentionConfig config, int64_t context_tokens, int blocks);
 
 struct CellScore {

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "star/attention/algorithm_registry.h"
 #include "star/attention/attention_config_io.h"
 #include "star/common/logging.h"
 #include "star/common/thread_environment.h"
@@ -186,7 +187,8 @@ int main(int argc, char** argv) {
   app.add_option("--out", o.out, "output directory")->required();
   app.add_option("--lengths", o.lengths, "context + query lengths in the model's tokens")->required()->delimiter(',');
   app.add_option("--tasks", o.tasks, "tasks (default: all)")->delimiter(',')->capture_default_str();
-  app.add_option("--algorithms", o.algorithms, "dense, ring, star, no-anchor, streaming, pulsar-<scoring>")
+  app.add_option("--algorithms", o.algorithms,
+                 "algorithms to compare, from: " + star::algorithm_names() + ", pulsar-<scoring>")
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--samples", o.samples, "samples per task and length")->check(CLI::Range(1, 100000))->capture_default_str();

@@ -1,6 +1,6 @@
 // One builder per Phase 1 algorithm, each in src/attention/plans/<name>_plan.cpp. build_block_plan
-// dispatches to them through the table in plan_builder.cpp; a new algorithm adds its function here
-// and one entry there.
+// dispatches to them through the algorithm registry (algorithm_registry.h); a new algorithm adds its
+// function here and its entry there.
 #pragma once
 
 #include <cstdint>
