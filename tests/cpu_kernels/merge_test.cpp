@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <random>
+#include <vector>
 
 #include "cpu_kernels/attention_reference.h"
 #include "star/attention/merge_math.h"
@@ -135,6 +138,30 @@ TEST(MergePartials, AllEmptyGivesZeroAndMinusInfinity) {
   merge_partials(outs.data(), lses.data(), p, n, h, d, out.data(), lse.data());
   for (float x : out) EXPECT_EQ(x, 0.f);
   for (float x : lse) EXPECT_EQ(x, -kInf);
+}
+
+// The packed layout one all-gather delivers ([out | lse] per partial) merges to exactly the bits of
+// the partial-major layout, empty partials included.
+TEST(MergePackedPartials, EqualsMergePartialsBitForBit) {
+  const int64_t p = 4, n = 3, h = 4, d = 40;
+  const int64_t rows = n * h;
+  std::mt19937 rng(17);
+  std::vector<float> outs = testing::random_tensor(static_cast<size_t>(p * rows * d), rng, -3, 3);
+  std::vector<float> lses = testing::random_tensor(static_cast<size_t>(p * rows), rng, -40, 40);
+  for (int64_t r = 0; r < rows; ++r) lses[static_cast<size_t>(2 * rows + r)] = -kInf;  // partial 2: no keys
+  lses[5] = -kInf;
+  std::vector<float> packed;
+  for (int64_t q = 0; q < p; ++q) {
+    packed.insert(packed.end(), outs.begin() + q * rows * d, outs.begin() + (q + 1) * rows * d);
+    packed.insert(packed.end(), lses.begin() + q * rows, lses.begin() + (q + 1) * rows);
+  }
+  std::vector<float> out(static_cast<size_t>(rows * d)), lse(static_cast<size_t>(rows));
+  std::vector<float> packed_out(out.size()), packed_lse(lse.size());
+  merge_partials(outs.data(), lses.data(), p, n, h, d, out.data(), lse.data());
+  merge_packed_partials(packed.data(), p, n, h, d, packed_out.data(), packed_lse.data());
+  EXPECT_EQ(std::memcmp(out.data(), packed_out.data(), out.size() * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(lse.data(), packed_lse.data(), lse.size() * sizeof(float)), 0);
+  EXPECT_NE(out, std::vector<float>(out.size(), 0.f));
 }
 
 TEST(MergeMath, MergedLseIsMaxShifted) {

@@ -1,4 +1,4 @@
-// The LayerAttention implementations: what new tokens attend to in each situation.
+// The LayerAttention implementations of the CPU backend: what new tokens attend to in each situation.
 //
 //   LocalCausalAttention    append to one cache, attend to all of it causally (single sequence,
 //                           dense Phase 1, a plan's prefix steps).
@@ -8,58 +8,49 @@
 //                           to every earlier rank's segment fully and causally to its own.
 //   ShardedQueryAttention   Phase 2: attend to the local shard (the query host also to the query
 //                           and generated tokens, causally), all-gather (out, lse), merge.
-// Partial results over disjoint key sets always combine through merge_partials.
+// Partial results over disjoint key sets always combine through merge_partials. The causal,
+// prefixed-block and sharded-query situations are written once, in attention_situations.h, for
+// every backend; these classes bind them to the CPU's primitives. The ring exists on the CPU only.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "star/attention/attention_shape.h"
+#include "star/attention/attention_situations.h"
 #include "star/attention/block_plan.h"
+#include "star/backend/cpu/attention_primitives.h"
 #include "star/dist/communicator.h"
 #include "star/model/kv_cache.h"
 #include "star/model/layer_attention.h"
-#include "star/model/llama_config.h"
 
 namespace star {
 
-// Head geometry shared by every implementation.
-struct AttentionShape {
-  int64_t n_heads = 0;
-  int64_t n_kv_heads = 0;
-  int64_t head_dim = 0;
-  static AttentionShape of(const LlamaConfig& c) { return {c.n_heads, c.n_kv_heads, c.head_dim}; }
-  int64_t q_floats() const { return n_heads * head_dim; }
-  int64_t kv_floats() const { return n_kv_heads * head_dim; }
-};
-
 class LocalCausalAttention final : public LayerAttention {
  public:
-  LocalCausalAttention(AttentionShape shape, KvCache& cache, AttentionWindow window = {});
-  Status begin(int64_t n_new) override;
-  Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out) override;
+  LocalCausalAttention(AttentionShape shape, KvCache& cache, AttentionWindow window = {})
+      : situation_(shape, cache, window) {}
+  Status begin(int64_t n_new) override { return situation_.begin(n_new, {}); }
+  Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out) override {
+    return situation_.attend(layer, q, k, v, n, out, {});
+  }
 
  private:
-  AttentionShape shape_;
-  KvCache& cache_;
-  AttentionWindow window_;
-  int64_t first_ = 0;
-  std::vector<float> lse_;
+  CausalSituation<cpu::AttentionPrimitives> situation_;
 };
 
 class PrefixedBlockAttention final : public LayerAttention {
  public:
   // window applies to the block's own keys (StreamingLLM runs with an empty prefix).
-  PrefixedBlockAttention(AttentionShape shape, const KvCache& prefix, KvCache& shard, AttentionWindow window = {});
-  Status begin(int64_t n_new) override;
-  Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out) override;
+  PrefixedBlockAttention(AttentionShape shape, const KvCache& prefix, KvCache& shard, AttentionWindow window = {})
+      : situation_(shape, prefix, shard, window) {}
+  Status begin(int64_t n_new) override { return situation_.begin(n_new, {}); }
+  Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out) override {
+    return situation_.attend(layer, q, k, v, n, out, {});
+  }
 
  private:
-  AttentionShape shape_;
-  const KvCache& prefix_;
-  KvCache& shard_;
-  AttentionWindow window_;
-  int64_t first_ = 0;
-  std::vector<float> partial_out_, partial_lse_, lse_;
+  PrefixedBlockSituation<cpu::AttentionPrimitives> situation_;
 };
 
 class RingSegmentAttention final : public LayerAttention {
@@ -87,25 +78,20 @@ class ShardedQueryAttention final : public LayerAttention {
  public:
   // is_query_host: this rank appends the new tokens' KV to its shard and masks them causally.
   ShardedQueryAttention(AttentionShape shape, Communicator& comm, KvCache& shard, bool is_query_host,
-                        AttentionWindow window = {});
-  Status begin(int64_t n_new) override;
-  Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out) override;
+                        AttentionWindow window = {})
+      : situation_(shape, comm, shard, is_query_host, window) {}
+  Status begin(int64_t n_new) override { return situation_.begin(n_new, {}); }
+  Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out) override {
+    return situation_.attend(layer, q, k, v, n, out, {});
+  }
 
   // Floats this rank sent in all-gathers so far (Hq·(d+1) per layer and token).
-  int64_t floats_sent() const { return floats_sent_; }
+  int64_t floats_sent() const { return situation_.floats_sent(); }
   // Wall seconds spent in the all-gather and the merge so far.
-  double gather_merge_seconds() const { return gather_merge_seconds_; }
+  double gather_merge_seconds() const { return situation_.gather_merge_seconds(); }
 
  private:
-  AttentionShape shape_;
-  Communicator& comm_;
-  KvCache& shard_;
-  bool is_query_host_;
-  AttentionWindow window_;
-  int64_t first_ = 0;
-  int64_t floats_sent_ = 0;
-  double gather_merge_seconds_ = 0;
-  std::vector<float> local_, gathered_, partial_out_, partial_lse_, lse_;
+  ShardedQuerySituation<cpu::AttentionPrimitives> situation_;
 };
 
 }  // namespace star

@@ -13,5 +13,9 @@ namespace star {
 // out and lse must not overlap the inputs.
 void merge_partials(const float* outs, const float* lses, int64_t n_partials, int64_t n,
                     int64_t n_heads, int64_t head_dim, float* out, float* lse);
+// The same merge over packed partials, as one all-gather delivers them: partial p starts at
+// packed + p * n * H * (d + 1) and holds [out n·H·d | lse n·H]. Bit for bit merge_partials.
+void merge_packed_partials(const float* packed, int64_t n_partials, int64_t n, int64_t n_heads,
+                           int64_t head_dim, float* out, float* lse);
 
 }  // namespace star

@@ -1,4 +1,5 @@
 // The DeviceLayerAttention implementations, the GPU twins of star/attention/layer_attentions.h:
+// the situations of star/attention/attention_situations.h bound to the CUDA primitives.
 //
 //   DeviceCausalAttention        append to one device cache, attend to all of it causally
 //                                (single-GPU prefill and decoding, dense Phase 1, prefix steps).
@@ -11,9 +12,10 @@
 
 #include <cstdint>
 
+#include "star/attention/attention_shape.h"
+#include "star/attention/attention_situations.h"
 #include "star/attention/block_plan.h"
-#include "star/attention/layer_attentions.h"
-#include "star/backend/cuda/device_buffer.h"
+#include "star/backend/cuda/attention_primitives.h"
 #include "star/backend/cuda/kv_cache.h"
 #include "star/backend/cuda/layer_attention.h"
 #include "star/dist/communicator.h"
@@ -22,37 +24,32 @@ namespace star::cuda {
 
 class DeviceCausalAttention final : public DeviceLayerAttention {
  public:
-  DeviceCausalAttention(AttentionShape shape, DeviceKvCache& cache, AttentionWindow window = {});
-  Status begin(int64_t n_new, cudaStream_t stream) override;
-  Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n,
-                float* out, cudaStream_t stream) override;
+  DeviceCausalAttention(AttentionShape shape, DeviceKvCache& cache, AttentionWindow window = {})
+      : situation_(shape, cache, window) {}
+  Status begin(int64_t n_new, cudaStream_t stream) override { return situation_.begin(n_new, stream); }
+  Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out,
+                cudaStream_t stream) override {
+    return situation_.attend(layer, q, k, v, n, out, stream);
+  }
 
  private:
-  AttentionShape shape_;
-  DeviceKvCache& cache_;
-  AttentionWindow window_;
-  int64_t first_ = 0;
-  DeviceBuffer<float> lse_;
+  CausalSituation<AttentionPrimitives> situation_;
 };
 
 class DevicePrefixedBlockAttention final : public DeviceLayerAttention {
  public:
   // window applies to the block's own keys when the prefix is empty (StreamingLLM), as on the CPU.
   DevicePrefixedBlockAttention(AttentionShape shape, const DeviceKvCache& prefix, DeviceKvCache& shard,
-                               AttentionWindow window = {});
-  Status begin(int64_t n_new, cudaStream_t stream) override;
-  Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n,
-                float* out, cudaStream_t stream) override;
+                               AttentionWindow window = {})
+      : situation_(shape, prefix, shard, window) {}
+  Status begin(int64_t n_new, cudaStream_t stream) override { return situation_.begin(n_new, stream); }
+  Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out,
+                cudaStream_t stream) override {
+    return situation_.attend(layer, q, k, v, n, out, stream);
+  }
 
  private:
-  AttentionShape shape_;
-  const DeviceKvCache& prefix_;
-  DeviceKvCache& shard_;
-  AttentionWindow window_;
-  int64_t first_ = 0;
-  DeviceBuffer<float> partial_out_;  // [2, n, Hq, d]: prefix, block
-  DeviceBuffer<float> partial_lse_;  // [2, n, Hq]
-  DeviceBuffer<float> lse_;          // [n, Hq]
+  PrefixedBlockSituation<AttentionPrimitives> situation_;
 };
 
 class DeviceShardedQueryAttention final : public DeviceLayerAttention {
@@ -61,29 +58,22 @@ class DeviceShardedQueryAttention final : public DeviceLayerAttention {
   // synchronized before each all-gather, so comm may run on a stream of its own.
   // is_query_host: this rank appends the new tokens' KV to its shard and masks them causally;
   // the other ranks attend to their whole shard without a mask.
-  DeviceShardedQueryAttention(AttentionShape shape, Communicator& comm, DeviceKvCache& shard,
-                              bool is_query_host, AttentionWindow window = {});
-  Status begin(int64_t n_new, cudaStream_t stream) override;
-  Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n,
-                float* out, cudaStream_t stream) override;
+  DeviceShardedQueryAttention(AttentionShape shape, Communicator& comm, DeviceKvCache& shard, bool is_query_host,
+                              AttentionWindow window = {})
+      : situation_(shape, comm, shard, is_query_host, window) {}
+  Status begin(int64_t n_new, cudaStream_t stream) override { return situation_.begin(n_new, stream); }
+  Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out,
+                cudaStream_t stream) override {
+    return situation_.attend(layer, q, k, v, n, out, stream);
+  }
 
   // Floats this rank sent in all-gathers so far (Hq·(d+1) per layer and token).
-  int64_t floats_sent() const { return floats_sent_; }
+  int64_t floats_sent() const { return situation_.floats_sent(); }
   // Wall seconds in the all-gather and launching the merge (which then runs asynchronously).
-  double gather_merge_seconds() const { return gather_merge_seconds_; }
+  double gather_merge_seconds() const { return situation_.gather_merge_seconds(); }
 
  private:
-  AttentionShape shape_;
-  Communicator& comm_;
-  DeviceKvCache& shard_;
-  bool is_query_host_;
-  AttentionWindow window_;
-  int64_t first_ = 0;
-  int64_t floats_sent_ = 0;
-  double gather_merge_seconds_ = 0;
-  DeviceBuffer<float> local_;     // [out n·Hq·d | lse n·Hq]
-  DeviceBuffer<float> gathered_;  // P × local
-  DeviceBuffer<float> lse_;       // [n, Hq] of the merge
+  ShardedQuerySituation<AttentionPrimitives> situation_;
 };
 
 }  // namespace star::cuda

@@ -1,0 +1,208 @@
+// The situations of LayerAttention, each written once over a backend's attention primitives; the
+// CPU (star/attention/layer_attentions.h) and CUDA (star/backend/cuda/layer_attentions.h) classes
+// are these templates bound to their backend.
+//
+//   CausalSituation         append to one cache, attend to all of it causally.
+//   PrefixedBlockSituation  attend to a read-only prefix without mask and causally to the block;
+//                           only the block's KV enters the shard.
+//   ShardedQuerySituation   Phase 2: attend to the local shard (the query host also to the new
+//                           tokens, causally), all-gather the packed (out, lse) of every rank, merge.
+//
+// A backend B provides (Context is what every call carries: nothing on the CPU, the stream on CUDA):
+//   using Cache, Floats, Context;
+//   Result<int64_t> grow(Cache&, int64_t n, Context)              n rows more, the first new one's index
+//   Status store(Cache&, layer, first, k, v, n, Context)          rows [first, first + n) of a layer
+//   Status attend(AttentionShape, q, n, const Cache&, layer, first, rows, AttentionMask, out, lse, Context)
+//                                                                 q against rows [first, first + rows)
+//   Status merge(outs, lses, partials, n, AttentionShape, out, lse, Context)           merge_partials
+//   Status merge_packed(packed, partials, n, AttentionShape, out, lse, Context)  merge_packed_partials
+//   Status reserve(Floats&, int64_t count); float* data(Floats&)  scratch of at least count floats
+//   Status copy(float* dst, const float* src, int64_t count, Context)
+//   Status finish(Context)                                        results visible to the host
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "star/attention/attention_shape.h"
+#include "star/attention/block_plan.h"
+#include "star/backend/cpu/attention.h"
+#include "star/common/status.h"
+#include "star/dist/communicator.h"
+
+namespace star {
+
+inline AttentionMask causal_mask_from(int64_t offset, AttentionWindow window = {}) {
+  AttentionMask mask;
+  mask.causal = true;
+  mask.causal_offset = offset;
+  mask.window = window;
+  return mask;
+}
+
+template <class B>
+class CausalSituation {
+ public:
+  using Cache = typename B::Cache;
+  using Context = typename B::Context;
+
+  CausalSituation(AttentionShape shape, Cache& cache, AttentionWindow window)
+      : shape_(shape), cache_(cache), window_(window) {}
+
+  Status begin(int64_t n_new, Context ctx) {
+    Result<int64_t> first = B::grow(cache_, n_new, ctx);
+    if (!first.ok()) return first.status();
+    first_ = *first;
+    return B::reserve(lse_, n_new * shape_.n_heads);
+  }
+
+  Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out,
+                Context ctx) {
+    if (Status s = B::store(cache_, layer, first_, k, v, n, ctx); !s.ok()) return s;
+    return B::attend(shape_, q, n, cache_, layer, 0, first_ + n, causal_mask_from(first_, window_), out,
+                     B::data(lse_), ctx);
+  }
+
+ private:
+  AttentionShape shape_;
+  Cache& cache_;
+  AttentionWindow window_;
+  int64_t first_ = 0;
+  typename B::Floats lse_;
+};
+
+template <class B>
+class PrefixedBlockSituation {
+ public:
+  using Cache = typename B::Cache;
+  using Context = typename B::Context;
+
+  // window applies to the block's own keys when the prefix is empty (StreamingLLM).
+  PrefixedBlockSituation(AttentionShape shape, const Cache& prefix, Cache& shard, AttentionWindow window)
+      : shape_(shape), prefix_(prefix), shard_(shard), window_(window) {}
+
+  Status begin(int64_t n_new, Context ctx) {
+    Result<int64_t> first = B::grow(shard_, n_new, ctx);
+    if (!first.ok()) return first.status();
+    first_ = *first;
+    if (Status s = B::reserve(partial_out_, 2 * n_new * shape_.q_floats()); !s.ok()) return s;
+    if (Status s = B::reserve(partial_lse_, 2 * n_new * shape_.n_heads); !s.ok()) return s;
+    return B::reserve(lse_, n_new * shape_.n_heads);
+  }
+
+  Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out,
+                Context ctx) {
+    if (Status s = B::store(shard_, layer, first_, k, v, n, ctx); !s.ok()) return s;
+    const int64_t np = prefix_.tokens();
+    if (np == 0) {
+      return B::attend(shape_, q, n, shard_, layer, first_, n, causal_mask_from(0, window_), out, B::data(lse_),
+                       ctx);
+    }
+    // The prefix precedes every block token (no mask); the block is causal; merge the two.
+    float* out_prefix = B::data(partial_out_);
+    float* out_block = out_prefix + n * shape_.q_floats();
+    float* lse_prefix = B::data(partial_lse_);
+    float* lse_block = lse_prefix + n * shape_.n_heads;
+    if (Status s = B::attend(shape_, q, n, prefix_, layer, 0, np, AttentionMask{}, out_prefix, lse_prefix, ctx);
+        !s.ok()) {
+      return s;
+    }
+    if (Status s = B::attend(shape_, q, n, shard_, layer, first_, n, causal_mask_from(0), out_block, lse_block, ctx);
+        !s.ok()) {
+      return s;
+    }
+    return B::merge(out_prefix, lse_prefix, 2, n, shape_, out, B::data(lse_), ctx);
+  }
+
+ private:
+  AttentionShape shape_;
+  const Cache& prefix_;
+  Cache& shard_;
+  AttentionWindow window_;
+  int64_t first_ = 0;
+  typename B::Floats partial_out_;  // [2, n, Hq, d]: prefix, block
+  typename B::Floats partial_lse_;  // [2, n, Hq]
+  typename B::Floats lse_;          // [n, Hq]
+};
+
+template <class B>
+class ShardedQuerySituation {
+ public:
+  using Cache = typename B::Cache;
+  using Context = typename B::Context;
+
+  // is_query_host: this rank appends the new tokens' KV to its shard and masks them causally.
+  ShardedQuerySituation(AttentionShape shape, Communicator& comm, Cache& shard, bool is_query_host,
+                        AttentionWindow window)
+      : shape_(shape), comm_(comm), shard_(shard), is_query_host_(is_query_host), window_(window) {}
+
+  Status begin(int64_t n_new, Context ctx) {
+    if (is_query_host_) {
+      Result<int64_t> first = B::grow(shard_, n_new, ctx);
+      if (!first.ok()) return first.status();
+      first_ = *first;
+    } else {
+      first_ = shard_.tokens();
+    }
+    const int64_t per_rank = n_new * shape_.n_heads * (shape_.head_dim + 1);
+    if (Status s = B::reserve(local_, per_rank); !s.ok()) return s;
+    if (Status s = B::reserve(gathered_, per_rank * comm_.size()); !s.ok()) return s;
+    return B::reserve(lse_, n_new * shape_.n_heads);
+  }
+
+  Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out,
+                Context ctx) {
+    const int64_t qf = shape_.q_floats();
+    // Local partial, packed as [out n·Hq·d | lse n·Hq] so one all-gather carries both.
+    float* local_out = B::data(local_);
+    float* local_lse = local_out + n * qf;
+    if (is_query_host_) {
+      if (Status s = B::store(shard_, layer, first_, k, v, n, ctx); !s.ok()) return s;
+      if (Status s = B::attend(shape_, q, n, shard_, layer, 0, first_ + n, causal_mask_from(first_, window_),
+                               local_out, local_lse, ctx);
+          !s.ok()) {
+        return s;
+      }
+    } else {
+      // A remote shard lies wholly before every query token: no mask (the reference code's
+      // bottom-right causal mask here would hide the shard's last tokens from early query tokens).
+      if (Status s = B::attend(shape_, q, n, shard_, layer, 0, shard_.tokens(), AttentionMask{}, local_out,
+                               local_lse, ctx);
+          !s.ok()) {
+        return s;
+      }
+    }
+    if (comm_.size() == 1) return B::copy(out, local_out, n * qf, ctx);
+    const int64_t per_rank = n * shape_.n_heads * (shape_.head_dim + 1);
+    if (Status s = B::finish(ctx); !s.ok()) return s;
+    const auto start = std::chrono::steady_clock::now();
+    if (Status s = comm_.all_gather(local_out, static_cast<size_t>(per_rank) * sizeof(float), B::data(gathered_));
+        !s.ok()) {
+      return s;
+    }
+    floats_sent_ += per_rank;
+    Status merged = B::merge_packed(B::data(gathered_), comm_.size(), n, shape_, out, B::data(lse_), ctx);
+    gather_merge_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return merged;
+  }
+
+  // Floats this rank sent in all-gathers so far (Hq·(d+1) per layer and token).
+  int64_t floats_sent() const { return floats_sent_; }
+  // Wall seconds in the all-gather and the merge (on CUDA: launching it) so far.
+  double gather_merge_seconds() const { return gather_merge_seconds_; }
+
+ private:
+  AttentionShape shape_;
+  Communicator& comm_;
+  Cache& shard_;
+  bool is_query_host_;
+  AttentionWindow window_;
+  int64_t first_ = 0;
+  int64_t floats_sent_ = 0;
+  double gather_merge_seconds_ = 0;
+  typename B::Floats local_;     // [out n·Hq·d | lse n·Hq]
+  typename B::Floats gathered_;  // P × local
+  typename B::Floats lse_;       // [n, Hq] of the merge
+};
+
+}  // namespace star
