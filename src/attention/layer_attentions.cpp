@@ -15,10 +15,10 @@ namespace {
 
 // out [n, Hq, d], lse [n, Hq] of q against rows [first, first + rows) of one cache layer.
 void attend_rows(const AttentionShape& s, const float* q, int64_t n, KvRows keys, KvRows values, int64_t first,
-                 int64_t rows, const AttentionMask& mask, float* out, float* lse) {
+                 int64_t rows, const AttentionMask& mask, float* out, float* lse, const SkipSoftmax& skip) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
   cpu::attention_forward(q, n, keys.at(first * s.kv_floats()), values.at(first * s.kv_floats()), rows, s.n_heads,
-                         s.n_kv_heads, s.head_dim, scale, mask, out, lse);
+                         s.n_kv_heads, s.head_dim, scale, mask, out, lse, skip);
 }
 
 AttentionMask causal_from(int64_t offset, AttentionWindow window = {}) {
@@ -44,7 +44,7 @@ Status LocalCausalAttention::attend(int64_t layer, const float* q, const float* 
                                     float* out) {
   cache_.store(layer, first_, k, v, n);
   attend_rows(shape_, q, n, cache_.keys(layer), cache_.values(layer), 0, first_ + n, causal_from(first_, window_),
-              out, lse_.data());
+              out, lse_.data(), skip_softmax());
   return ok_status();
 }
 
@@ -66,7 +66,7 @@ Status PrefixedBlockAttention::attend(int64_t layer, const float* q, const float
   const int64_t np = prefix_.tokens();
   if (np == 0) {
     attend_rows(shape_, q, n, shard_.keys(layer), shard_.values(layer), first_, n, causal_from(0, window_), out,
-                lse_.data());
+                lse_.data(), skip_softmax());
     return ok_status();
   }
   float* out_prefix = partial_out_.data();
@@ -74,9 +74,9 @@ Status PrefixedBlockAttention::attend(int64_t layer, const float* q, const float
   float* lse_prefix = partial_lse_.data();
   float* lse_block = partial_lse_.data() + n * shape_.n_heads;
   attend_rows(shape_, q, n, prefix_.keys(layer), prefix_.values(layer), 0, np, AttentionMask{}, out_prefix,
-              lse_prefix);
+              lse_prefix, skip_softmax());
   attend_rows(shape_, q, n, shard_.keys(layer), shard_.values(layer), first_, n, causal_from(0), out_block,
-              lse_block);
+              lse_block, skip_softmax());
   merge_partials(partial_out_.data(), partial_lse_.data(), 2, n, shape_.n_heads, shape_.head_dim, out, lse_.data());
   return ok_status();
 }
@@ -106,7 +106,7 @@ Status RingSegmentAttention::attend(int64_t layer, const float* q, const float* 
   lse_.resize(n * H);
 
   attend_rows(shape_, q, n, shard_.keys(layer), shard_.values(layer), first_, n, causal_from(0), partial_out_.data(),
-              partial_lse_.data());
+              partial_lse_.data(), skip_softmax());
 
   // K then V of this layer's segment travel together around the ring, rounded as the shard stores
   // them, so every rank attends to the values a dense run would read from its cache.
@@ -125,7 +125,7 @@ Status RingSegmentAttention::attend(int64_t layer, const float* q, const float* 
     if (source > me || rows == 0) return ok_status();  // later segments are causally invisible
     const double t0 = process_cpu_seconds();
     attend_rows(shape_, q, n, KvRows::f32(kv.data()), KvRows::f32(kv.data() + rows * kvf), 0, rows, AttentionMask{},
-                partial_out_.data() + next * n * qf, partial_lse_.data() + next * n * H);
+                partial_out_.data() + next * n * qf, partial_lse_.data() + next * n * H, skip_softmax());
     attending += process_cpu_seconds() - t0;
     ++next;
     return ok_status();
@@ -160,12 +160,12 @@ Status ShardedQueryAttention::attend(int64_t layer, const float* q, const float*
   if (is_query_host_) {
     shard_.store(layer, first_, k, v, n);
     attend_rows(shape_, q, n, shard_.keys(layer), shard_.values(layer), 0, first_ + n, causal_from(first_, window_),
-                local_out, local_lse);
+                local_out, local_lse, skip_softmax());
   } else {
     // A remote shard lies wholly before every query token: no mask (the reference code's
     // bottom-right causal mask here would hide the shard's last tokens from early query tokens).
     attend_rows(shape_, q, n, shard_.keys(layer), shard_.values(layer), 0, shard_.tokens(), AttentionMask{},
-                local_out, local_lse);
+                local_out, local_lse, skip_softmax());
   }
   const int P = comm_.size();
   if (P == 1) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "star/attention/block_plan.h"
+#include "star/attention/skip_softmax.h"
 #include "star/model/kv_dtype.h"
 
 namespace star {
@@ -17,26 +18,6 @@ struct AttentionMask {
   int64_t causal_offset = 0;  // causal: query i sees key j iff j <= causal_offset + i
   AttentionWindow window;     // when bounded, query i additionally sees only keys
                               // j < window.sink or j > (causal_offset + i) - window.window
-};
-
-// Skip Softmax (BLASST) for one kernel call: `scale_factor` is the phase's threshold_scale_factor S,
-// lambda = S / nk, and the rule applies only for 0 < lambda < 1 (S = 0: dense). When `tiles` is set,
-// the call adds its visited and skipped (vote group, key tile) pairs to it; pairs where no row of
-// the group sees a key of the tile are counted in neither.
-struct SkipSoftmaxTiles {
-  int64_t visited = 0;
-  int64_t skipped = 0;
-  SkipSoftmaxTiles& operator+=(const SkipSoftmaxTiles& o) {
-    visited += o.visited;
-    skipped += o.skipped;
-    return *this;
-  }
-  bool operator==(const SkipSoftmaxTiles&) const = default;
-};
-
-struct SkipSoftmax {
-  double scale_factor = 0.0;
-  SkipSoftmaxTiles* tiles = nullptr;
 };
 
 namespace cpu {
