@@ -116,7 +116,9 @@ class TileWorker {
       const int64_t bc = std::min(p_.key_tile, key_end - j0);
       const TileVisibility vis = classify(p_.mask, pos_first, pos_last, j0, j0 + bc - 1);
       if (vis == TileVisibility::kNone) continue;
-      pack_keys_values(j0, bc);
+      // With Skip Softmax on, values wait for a vote that keeps the tile (need_values).
+      pack_keys_values(j0, bc, true, !p_.skip_softmax);
+      values_packed_ = !p_.skip_softmax;
       for (int64_t hh = 0; hh < heads_; ++hh) {
         if (row_major_) {
           attend_rows_dispatch(hh, j0, bc, vis == TileVisibility::kSome);
@@ -176,22 +178,33 @@ class TileWorker {
 
   // Picks the row decoder of the cache's element type (one switch per tile, not per row). Each
   // decoder is a lambda of its own type, so every instance inlines its decoder.
-  void pack_keys_values(int64_t j0, int64_t bc) {
+  void pack_keys_values(int64_t j0, int64_t bc, bool keys, bool values) {
     switch (p_.k.dtype) {
       case KvDType::kF32:
-        return pack_keys_values(j0, bc, [](KvRows r, int64_t e, int64_t n, float* d) { kv_rows::decode_f32(r, e, n, d); });
+        return pack_keys_values(j0, bc, keys, values,
+                                [](KvRows r, int64_t e, int64_t n, float* d) { kv_rows::decode_f32(r, e, n, d); });
       case KvDType::kBF16:
-        return pack_keys_values(j0, bc, [](KvRows r, int64_t e, int64_t n, float* d) { kv_rows::decode_bf16(r, e, n, d); });
+        return pack_keys_values(j0, bc, keys, values,
+                                [](KvRows r, int64_t e, int64_t n, float* d) { kv_rows::decode_bf16(r, e, n, d); });
       case KvDType::kQ8_0:
-        return pack_keys_values(j0, bc, [](KvRows r, int64_t e, int64_t n, float* d) { kv_rows::decode_q8_0(r, e, n, d); });
+        return pack_keys_values(j0, bc, keys, values,
+                                [](KvRows r, int64_t e, int64_t n, float* d) { kv_rows::decode_q8_0(r, e, n, d); });
     }
+  }
+
+  // Skip Softmax packs a tile's values only once some vote keeps the tile, so a skipped tile never
+  // reads V from the cache.
+  void need_values(int64_t j0, int64_t bc) {
+    if (values_packed_) return;
+    pack_keys_values(j0, bc, false, true);
+    values_packed_ = true;
   }
 
   // Decodes keys and values [j0, j0 + bc) of the task's kv heads into per-head contiguous float32
   // tiles, reading each cache row front to back. In place, one head's rows sit Hkv * d elements
   // apart, often a multiple of 4 KiB, so a block's rows would all compete for the same L1 set.
   template <typename DecodeRow>
-  void pack_keys_values(int64_t j0, int64_t bc, DecodeRow decode_row) {
+  void pack_keys_values(int64_t j0, int64_t bc, bool keys, bool values, DecodeRow decode_row) {
     const int64_t d = p_.head_dim;
     const int64_t ldkv = p_.n_kv_heads * d;
     const int64_t head_tile = p_.key_tile * ld_packed_;
@@ -201,11 +214,11 @@ class TileWorker {
       for (int64_t hh = 0; hh < heads_; ++hh) {
         const int64_t src = c * ldkv + hh * d;
         const int64_t dst = hh * head_tile + c * ld_packed_;
-        decode_row(k, src, d, k_tile_.get() + dst);
-        decode_row(v, src, d, v_tile_.get() + dst);
+        if (keys) decode_row(k, src, d, k_tile_.get() + dst);
+        if (values) decode_row(v, src, d, v_tile_.get() + dst);
       }
     }
-    if (row_major_) {
+    if (keys && row_major_) {
       // score_rows reads keys in whole vectors: zero the rows past bc up to the next one.
       const int64_t bc_pad = ceil_div(bc, kLanes) * kLanes;
       for (int64_t hh = 0; hh < heads_; ++hh) {
@@ -237,7 +250,10 @@ class TileWorker {
       attention_blocks::score_rows<R>(qt(hh), d, keys + c * ld_packed_, ld_packed_, st + c, lds);
     }
     mask_rows<R>(j0, bc, lds, masked);
-    if (p_.skip_softmax && skip_rows<R>(hh, bc, lds)) return;
+    if (p_.skip_softmax) {
+      if (skip_rows<R>(hh, bc, lds)) return;
+      need_values(j0, bc);
+    }
     float alpha[R];
     softmax_rows<R>(hh, bc, lds, alpha);
     const float* values = v_tile(hh);
@@ -355,7 +371,10 @@ class TileWorker {
                                             st + c * kLds, kLds);
     });
     if (masked) mask_scores<NV>(col, j0, bc);
-    if (p_.skip_softmax && skip_block<NV>(hh, col, bc)) return;
+    if (p_.skip_softmax) {
+      if (skip_block<NV>(hh, col, bc)) return;
+      need_values(j0, bc);
+    }
     Vec alpha[NV];
     softmax_update<NV>(max_run(hh) + col, sum_run(hh) + col, bc, alpha);
     const float* values = v_tile(hh);
@@ -467,7 +486,8 @@ class TileWorker {
   int64_t rows_ = 0;
   int64_t row_vectors_ = 0;
   int64_t row_pad_ = 0;
-  bool row_major_ = false;    // few rows: row blocks, qt and ot row-major [rows, d]
+  bool row_major_ = false;
+  bool values_packed_ = false;  // v_tile_ holds the current key tile's values    // few rows: row blocks, qt and ot row-major [rows, d]
   int64_t state_stride_ = 0;  // floats of qt / ot per kv head
   int64_t row_stride_ = 0;    // floats of max_run / sum_run per kv head
   int64_t ld_packed_ = 0;     // row stride of the packed key and value tiles
