@@ -56,7 +56,7 @@ Status DeviceCausalAttention::attend(int64_t layer, const float* q, const float*
   if (Status s = store_rows(cache_, layer, first_, k, v, n, stream); !s.ok()) return s;
   return attention_forward(q, n, cache_.keys(layer), cache_.values(layer), first_ + n,
                            shape_.n_heads, shape_.n_kv_heads, shape_.head_dim, scale_of(shape_),
-                           causal_from(first_, window_), out, lse_.data(), stream);
+                           causal_from(first_, window_), out, lse_.data(), stream, skip_softmax());
 }
 
 DevicePrefixedBlockAttention::DevicePrefixedBlockAttention(AttentionShape shape,
@@ -84,7 +84,7 @@ Status DevicePrefixedBlockAttention::attend(int64_t layer, const float* q, const
   if (np == 0) {
     return attention_forward(q, n, block_keys, block_values, n, shape_.n_heads, shape_.n_kv_heads,
                              shape_.head_dim, scale_of(shape_), causal_from(0, window_), out,
-                             lse_.data(), stream);
+                             lse_.data(), stream, skip_softmax());
   }
   // The prefix precedes every block token (no mask); the block is causal; merge the two.
   float* out_prefix = partial_out_.data();
@@ -93,13 +93,13 @@ Status DevicePrefixedBlockAttention::attend(int64_t layer, const float* q, const
   float* lse_block = partial_lse_.data() + n * shape_.n_heads;
   if (Status s = attention_forward(q, n, prefix_.keys(layer), prefix_.values(layer), np,
                                    shape_.n_heads, shape_.n_kv_heads, shape_.head_dim,
-                                   scale_of(shape_), AttentionMask{}, out_prefix, lse_prefix, stream);
+                                   scale_of(shape_), AttentionMask{}, out_prefix, lse_prefix, stream, skip_softmax());
       !s.ok()) {
     return s;
   }
   if (Status s = attention_forward(q, n, block_keys, block_values, n, shape_.n_heads,
                                    shape_.n_kv_heads, shape_.head_dim, scale_of(shape_),
-                                   causal_from(0, {}), out_block, lse_block, stream);
+                                   causal_from(0, {}), out_block, lse_block, stream, skip_softmax());
       !s.ok()) {
     return s;
   }
@@ -139,12 +139,12 @@ Status DeviceShardedQueryAttention::attend(int64_t layer, const float* q, const 
     attended = attention_forward(q, n, shard_.keys(layer), shard_.values(layer), first_ + n,
                                  shape_.n_heads, shape_.n_kv_heads, shape_.head_dim,
                                  scale_of(shape_), causal_from(first_, window_), local_out,
-                                 local_lse, stream);
+                                 local_lse, stream, skip_softmax());
   } else {
     // A remote shard lies wholly before every query token: no mask.
     attended = attention_forward(q, n, shard_.keys(layer), shard_.values(layer), shard_.tokens(),
                                  shape_.n_heads, shape_.n_kv_heads, shape_.head_dim,
-                                 scale_of(shape_), AttentionMask{}, local_out, local_lse, stream);
+                                 scale_of(shape_), AttentionMask{}, local_out, local_lse, stream, skip_softmax());
   }
   if (!attended.ok()) return attended;
   if (comm_.size() == 1) {
