@@ -1,6 +1,7 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "reduce.cuh"
@@ -32,6 +33,10 @@ struct Problem {
   float* out;  // key split z writes out + z * out_split_stride, lse + z * lse_split_stride
   float* lse;
   int64_t out_split_stride, lse_split_stride;
+  // Skip Softmax: on when 0 < lambda < 1; tiles, when set, counts [visited, skipped] on the device.
+  bool skip_softmax;
+  float ln_lambda;
+  unsigned long long* tiles;
 };
 
 __device__ inline float as_float(float x) { return x; }
@@ -107,6 +112,7 @@ __global__ void __launch_bounds__(kThreads)
     // A tile inside every row's window gap ([sink, pos - window]) holds nothing to see.
     if (p.window > 0 && j0 >= p.sink && j_last <= pos_first - p.window) continue;
     __syncthreads();  // every warp is done with the previous tile
+    // With Skip Softmax the values wait for the vote, so a skipped tile never reads V.
     for (int64_t idx = threadIdx.x; idx < kKeyTile * d; idx += kThreads) {
       const int64_t j = idx / d;
       const int64_t i = idx % d;
@@ -114,10 +120,10 @@ __global__ void __launch_bounds__(kThreads)
       if (j0 + j <= j_last) {
         const int64_t offset = ((j0 + j) * p.n_kv_heads + kvh) * d + i;
         key_value = as_float(k[offset]);
-        value_value = as_float(v[offset]);
+        if (!p.skip_softmax) value_value = as_float(v[offset]);
       }
       k_s[j * (d + 1) + i] = key_value;
-      v_s[j * d + i] = value_value;
+      if (!p.skip_softmax) v_s[j * d + i] = value_value;
     }
     __syncthreads();
 
@@ -135,10 +141,42 @@ __global__ void __launch_bounds__(kThreads)
       for (int r = 0; r < kRowsPerWarp; ++r) s[r] += q_rows[r * d + i] * kk;
     }
 
-    // Online softmax: s becomes this tile's probabilities relative to the new running max.
 #pragma unroll
     for (int r = 0; r < kRowsPerWarp; ++r) {
       if (!valid[r] || key > j_last || !sees(p, pos[r], key)) s[r] = -INFINITY;
+    }
+
+    if (p.skip_softmax) {
+      // The block's 16 rows vote together: skip when every row that sees a key of the tile has
+      // tile max - running max < ln(lambda); a row with running max -inf (its first tile) never does.
+      bool warp_seen = false;
+      bool warp_skip = true;
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r) {
+        const float tile_max = warp_max(s[r]);
+        if (tile_max == -INFINITY) continue;
+        warp_seen = true;
+        warp_skip = warp_skip && tile_max - m[r] < p.ln_lambda;
+      }
+      const bool seen = __syncthreads_or(warp_seen) != 0;
+      const bool skip = __syncthreads_and(warp_skip) != 0;
+      if (seen) {
+        if (threadIdx.x == 0 && p.tiles != nullptr) {
+          atomicAdd(&p.tiles[0], 1ULL);
+          if (skip) atomicAdd(&p.tiles[1], 1ULL);
+        }
+        if (skip) continue;
+      }
+      for (int64_t idx = threadIdx.x; idx < kKeyTile * d; idx += kThreads) {
+        const int64_t j = idx / d;
+        v_s[idx] = j0 + j <= j_last ? as_float(v[((j0 + j) * p.n_kv_heads + kvh) * d + idx % d]) : 0.f;
+      }
+      __syncthreads();
+    }
+
+    // Online softmax: s becomes this tile's probabilities relative to the new running max.
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
       const float m_new = fmaxf(m[r], warp_max(s[r]));
       const float prob = s[r] == -INFINITY ? 0.f : expf(s[r] - m_new);
       const float alpha = m_new == -INFINITY ? 1.f : expf(m[r] - m_new);
@@ -240,9 +278,41 @@ Status keep_freed_scratch() {
 }
 
 template <typename KV>
+Status attention_splits(Problem& p, const KV* k, const KV* v, dim3 grid, int64_t splits, cudaStream_t stream);
+
+// Runs the kernel; with Skip Softmax counting, adds the device's tile counts to `tiles` (which waits
+// for the stream).
+template <typename KV>
+Status attention_counted(Problem& p, const KV* k, const KV* v, dim3 grid, int64_t splits, SkipSoftmaxTiles* tiles,
+                         cudaStream_t stream) {
+  if (!p.skip_softmax || tiles == nullptr) return attention_splits(p, k, v, grid, splits, stream);
+  void* counters = nullptr;
+  if (Status s = cuda_status(cudaMallocAsync(&counters, 2 * sizeof(unsigned long long), stream),
+                             "cudaMallocAsync(skip softmax counters)");
+      !s.ok()) {
+    return s;
+  }
+  p.tiles = static_cast<unsigned long long*>(counters);
+  unsigned long long host[2] = {0, 0};
+  const Status zeroed = cuda_status(cudaMemsetAsync(counters, 0, sizeof(host), stream), "cudaMemsetAsync(skip softmax counters)");
+  const Status computed = zeroed.ok() ? attention_splits(p, k, v, grid, splits, stream) : zeroed;
+  const Status copied =
+      computed.ok() ? cuda_status(cudaMemcpyAsync(host, counters, sizeof(host), cudaMemcpyDeviceToHost, stream),
+                                  "cudaMemcpyAsync(skip softmax counters)")
+                    : computed;
+  const Status freed = cuda_status(cudaFreeAsync(counters, stream), "cudaFreeAsync(skip softmax counters)");
+  const Status synced =
+      copied.ok() ? cuda_status(cudaStreamSynchronize(stream), "cudaStreamSynchronize(skip softmax counters)") : copied;
+  if (!synced.ok()) return synced;
+  if (!freed.ok()) return freed;
+  *tiles += SkipSoftmaxTiles{static_cast<int64_t>(host[0]), static_cast<int64_t>(host[1])};
+  return ok_status();
+}
+
+template <typename KV>
 Status attention(const float* q, int64_t nq, const KV* k, const KV* v, int64_t nk, int64_t n_heads,
                  int64_t n_kv_heads, int64_t head_dim, float scale, const AttentionMask& mask,
-                 float* out, float* lse, cudaStream_t stream) {
+                 float* out, float* lse, const SkipSoftmax& skip, cudaStream_t stream) {
   if (nq < 0 || nk < 0 || n_heads <= 0 || n_kv_heads <= 0 || n_heads % n_kv_heads != 0) {
     return invalid_argument("attention_forward: need nq, nk >= 0 and Hq a multiple of Hkv > 0, got nq " +
                             std::to_string(nq) + ", nk " + std::to_string(nk) + ", Hq " +
@@ -269,12 +339,23 @@ Status attention(const float* q, int64_t nq, const KV* k, const KV* v, int64_t n
           : ((nk + *wanted_splits - 1) / *wanted_splits + kKeyTile - 1) / kKeyTile * kKeyTile;
   const int64_t splits = keys_per_split == 0 ? 1 : (nk + keys_per_split - 1) / keys_per_split;
 
+  // lambda = S / L for the L keys of this call, as in the CPU kernel.
+  const double lambda = nk > 0 ? skip.scale_factor / static_cast<double>(nk) : 0.0;
+  const bool skip_on = lambda > 0.0 && lambda < 1.0;
   Problem p{q, nq, nk, n_heads, n_kv_heads, head_dim, group, scale, mask.causal,
             mask.causal_offset, mask.window.sink, mask.window.bounded() ? mask.window.window : 0,
-            keys_per_split, out, lse, 0, 0};
+            keys_per_split, out, lse, 0, 0, skip_on, skip_on ? static_cast<float>(std::log(lambda)) : 0.f, nullptr};
   const dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>(n_kv_heads),
                   static_cast<unsigned>(splits));
+  return attention_counted(p, k, v, grid, splits, skip.tiles, stream);
+}
+
+template <typename KV>
+Status attention_splits(Problem& p, const KV* k, const KV* v, dim3 grid, int64_t splits, cudaStream_t stream) {
   if (splits == 1) return launch_kernel(p, k, v, grid, stream);
+  const int64_t nq = p.nq, n_heads = p.n_heads, head_dim = p.head_dim;
+  float* out = p.out;
+  float* lse = p.lse;
 
   // Each split writes its own (out, lse) into scratch from the stream-ordered pool; merge_partials
   // combines them. Decoding asks for this scratch every layer of every token, so the pool keeps
@@ -306,15 +387,16 @@ Status attention(const float* q, int64_t nq, const KV* k, const KV* v, int64_t n
 
 Status attention_forward(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
                          int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale,
-                         const AttentionMask& mask, float* out, float* lse, cudaStream_t stream) {
-  return attention(q, nq, k, v, nk, n_heads, n_kv_heads, head_dim, scale, mask, out, lse, stream);
+                         const AttentionMask& mask, float* out, float* lse, cudaStream_t stream,
+                         const SkipSoftmax& skip) {
+  return attention(q, nq, k, v, nk, n_heads, n_kv_heads, head_dim, scale, mask, out, lse, skip, stream);
 }
 
 Status attention_forward(const float* q, int64_t nq, const __nv_bfloat16* k,
                          const __nv_bfloat16* v, int64_t nk, int64_t n_heads, int64_t n_kv_heads,
                          int64_t head_dim, float scale, const AttentionMask& mask, float* out,
-                         float* lse, cudaStream_t stream) {
-  return attention(q, nq, k, v, nk, n_heads, n_kv_heads, head_dim, scale, mask, out, lse, stream);
+                         float* lse, cudaStream_t stream, const SkipSoftmax& skip) {
+  return attention(q, nq, k, v, nk, n_heads, n_kv_heads, head_dim, scale, mask, out, lse, skip, stream);
 }
 
 }  // namespace star::cuda

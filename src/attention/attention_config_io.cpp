@@ -1,5 +1,7 @@
 #include "star/attention/attention_config_io.h"
 
+#include "star/attention/sparse_attention_config_io.h"
+
 #include <array>
 #include <fstream>
 #include <limits>
@@ -43,10 +45,15 @@ const std::array<Field, 12> kFields = {{
 
 constexpr const char* kSummaryTokensFlag = "--summary-tokens";
 
+// The nested sparse_attention object (sparse_attention_config_io.h) and its flags.
+constexpr const char* kSparseKey = "sparse_attention";
+constexpr const char* kSparseFlag = "--sparse-attention";
+constexpr const char* kSkipSoftmaxFlag = "--skip-softmax-threshold";
+
 std::string known_keys() {
   std::string keys;
   for (const Field& f : kFields) keys += keys.empty() ? f.key : std::string(", ") + f.key;
-  return keys;
+  return keys + ", " + kSparseKey;
 }
 
 Status wrong_type(const char* key, const char* expected, const nlohmann::json& value) {
@@ -81,6 +88,27 @@ Status assign_from_json(const Field& field, const nlohmann::json& value, Attenti
       field.member);
 }
 
+// "S" (both phases) or "S_prefill,S_decode", as given to --skip-softmax-threshold.
+Result<SkipSoftmaxConfig> parse_skip_softmax_flag(const std::string& text) {
+  const size_t comma = text.find(',');
+  const std::string parts[2] = {text.substr(0, comma), comma == std::string::npos ? text : text.substr(comma + 1)};
+  double values[2] = {0.0, 0.0};
+  for (int i = 0; i < 2; ++i) {
+    try {
+      size_t used = 0;
+      values[i] = std::stod(parts[i], &used);
+      if (used != parts[i].size()) throw std::invalid_argument(parts[i]);
+    } catch (const std::exception&) {
+      return invalid_argument(std::string(kSkipSoftmaxFlag) + " = \"" + text +
+                              "\" is not a number S or a pair PREFILL,DECODE");
+    }
+  }
+  SkipSoftmaxConfig config;
+  config.prefill_scale_factor = values[0];
+  config.decode_scale_factor = values[1];
+  return config;
+}
+
 }  // namespace
 
 Status validate_attention_config(const AttentionConfig& c) {
@@ -92,6 +120,9 @@ Status validate_attention_config(const AttentionConfig& c) {
   for (const AlgorithmEntry& entry : algorithm_registry()) {
     if (Status s = entry.check_parameters(c); !s.ok()) return s;
   }
+  if (Status s = validate_sparse_attention_config(c.sparse); !s.ok()) {
+    return Status(s.code(), "attention config: " + s.message());
+  }
   return ok_status();
 }
 
@@ -101,6 +132,12 @@ Result<AttentionConfig> attention_config_from_json(const nlohmann::json& json) {
   }
   AttentionConfig config;
   for (const auto& [key, value] : json.items()) {
+    if (key == kSparseKey) {
+      Result<SparseAttentionConfig> sparse = sparse_attention_config_from_json(value);
+      if (!sparse.ok()) return Status(sparse.status().code(), "attention config: " + sparse.status().message());
+      config.sparse = *sparse;
+      continue;
+    }
     const Field* field = nullptr;
     for (const Field& f : kFields) {
       if (key == f.key) field = &f;
@@ -119,6 +156,7 @@ nlohmann::json attention_config_to_json(const AttentionConfig& config) {
   for (const Field& f : kFields) {
     std::visit([&](auto member) { json[f.key] = config.*member; }, f.member);
   }
+  json[kSparseKey] = sparse_attention_config_to_json(config.sparse);
   return json;
 }
 
@@ -157,6 +195,18 @@ void add_attention_options(CLI::App& app, AttentionConfig& flags, std::string& c
                             ->type_name("INT")
                             ->group(kGroup);
   tokens->excludes(app.get_option("--summary-fraction"));
+  CLI::Option* sparse = app.add_option(kSparseFlag)
+                            ->description("sparse_attention JSON, e.g. '{\"algorithm\": \"skip_softmax\", "
+                                          "\"threshold_scale_factor\": {\"prefill\": 1000, \"decode\": 500}}' "
+                                          "(replaces the file's sparse_attention)")
+                            ->type_name("JSON")
+                            ->group(kGroup);
+  app.add_option(kSkipSoftmaxFlag)
+      ->description("Skip Softmax threshold_scale_factor S for prefill and decode, or PREFILL,DECODE "
+                    "(0: that phase runs dense)")
+      ->type_name("S[,S]")
+      ->group(kGroup)
+      ->excludes(sparse);
   // On the command line a block size is given or left out (one block per rank); 0 is a mistake.
   app.get_option("--block-size")
       ->check(CLI::Validator(
@@ -201,6 +251,25 @@ Result<AttentionConfig> resolve_attention_options(const CLI::App& app, const Att
     }
     config.summary_chunks = tokens / config.chunk_tokens;
     if (tokens == 0) config.summary_fraction = 0.0;
+  }
+  if (app.count(kSparseFlag) > 0) {
+    const std::string text = app.get_option(kSparseFlag)->as<std::string>();
+    nlohmann::json json;
+    try {
+      json = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+      return invalid_argument(std::string(kSparseFlag) + " is not JSON: " + e.what());
+    }
+    Result<SparseAttentionConfig> sparse = sparse_attention_config_from_json(json);
+    if (!sparse.ok()) return Status(sparse.status().code(), std::string(kSparseFlag) + ": " + sparse.status().message());
+    config.sparse = *sparse;
+  }
+  if (app.count(kSkipSoftmaxFlag) > 0) {
+    Result<SkipSoftmaxConfig> skip = parse_skip_softmax_flag(app.get_option(kSkipSoftmaxFlag)->as<std::string>());
+    if (!skip.ok()) return skip.status();
+    config.sparse = SparseAttentionConfig{};
+    config.sparse.algorithm = "skip_softmax";
+    config.sparse.skip_softmax = *skip;
   }
   if (Status s = validate_attention_config(config); !s.ok()) return s;
   return config;

@@ -37,7 +37,7 @@ Status RingSegmentAttention::attend(int64_t layer, const float* q, const float* 
   lse_.resize(n * H);
 
   if (Status s = Cpu::attend(shape_, q, n, shard_, layer, first_, n, causal_mask_from(0), partial_out_.data(),
-                             partial_lse_.data(), {});
+                             partial_lse_.data(), skip_softmax(), {});
       !s.ok()) {
     return s;
   }
@@ -61,7 +61,7 @@ Status RingSegmentAttention::attend(int64_t layer, const float* q, const float* 
     const double t0 = process_cpu_seconds();
     cpu::attention_forward(q, n, kv.data(), kv.data() + rows * kvf, rows, shape_.n_heads, shape_.n_kv_heads,
                            shape_.head_dim, scale, AttentionMask{}, partial_out_.data() + next * n * qf,
-                           partial_lse_.data() + next * n * H);
+                           partial_lse_.data() + next * n * H, skip_softmax());
     attending += process_cpu_seconds() - t0;
     ++next;
     return ok_status();

@@ -87,6 +87,7 @@ Result<GenerationResult> generate(EngineModel& model, const Tokenizer& tokenizer
       model.sharded_query(comm, shard, comm.rank() == layout.query_host, layout.window);
   if (!sharded.ok()) return sharded.status();
   EngineAttention& attention = **sharded;
+  attention.set_skip_softmax(layout.skip_softmax.prefill_scale_factor);
   Sampler sampler(options.sampling);
   AnswerTracker answer(tokenizer, model.config(), options, sink);
 
@@ -115,6 +116,7 @@ Result<GenerationResult> generate(EngineModel& model, const Tokenizer& tokenizer
     if (step == 0) {
       result.first_token_seconds = seconds_since(start);
       query_gather_merge = attention.gather_merge_seconds();
+      attention.set_skip_softmax(layout.skip_softmax.decode_scale_factor);
     }
     if (decision[1] != 0) {
       result.finish_reason = static_cast<FinishReason>(decision[1] - 1);
@@ -130,6 +132,7 @@ Result<GenerationResult> generate(EngineModel& model, const Tokenizer& tokenizer
   result.decode_seconds = seconds_since(start) - result.first_token_seconds;
   result.floats_sent = attention.floats_sent();
   result.decode_gather_merge_seconds = attention.gather_merge_seconds() - query_gather_merge;
+  result.skip_softmax_tiles = attention.skip_softmax_tiles();
   return result;
 }
 

@@ -62,21 +62,25 @@ Result<EncodedContext> encode_request_context(const RuntimeModel& model, Communi
   out.layout = ShardLayout::of(*plan);
   out.algorithm = plan->algorithm;
   out.context_tokens = static_cast<int64_t>(context_ids.size());
+  if (attention.sparse.algorithm == "skip_softmax") out.layout.skip_softmax = attention.sparse.skip_softmax;
   const bool host = comm.rank() == plan->query_host;
   Result<std::unique_ptr<KvShard>> shard =
       model.engine->new_shard(plan->ranks[comm.rank()].shard.size() + (host ? reserve_tokens : 0));
   if (!shard.ok()) return shard.status();
   out.shard = std::move(*shard);
-  Result<Phase1Stats> phase1 = encode_context(*model.engine, *plan, comm, *out.shard, progress);
+  Result<Phase1Stats> phase1 =
+      encode_context(*model.engine, *plan, comm, *out.shard, progress, out.layout.skip_softmax.prefill_scale_factor);
   if (!phase1.ok()) return phase1.status();
 
   auto wall = gather_one(comm, phase1->wall_seconds);
   auto compute = gather_one(comm, phase1->compute_seconds);
   auto tokens = gather_one(comm, phase1->shard_tokens);
   auto bytes = gather_one(comm, phase1->shard_bytes);
-  for (const Status* s : {&wall.status(), &compute.status(), &tokens.status(), &bytes.status()}) {
+  auto tiles = gather_one(comm, phase1->skip_softmax_tiles);
+  for (const Status* s : {&wall.status(), &compute.status(), &tokens.status(), &bytes.status(), &tiles.status()}) {
     if (!s->ok()) return *s;
   }
+  for (const SkipSoftmaxTiles& t : *tiles) out.phase1_skip_softmax_tiles += t;
   out.phase1_rank_wall_seconds = std::move(*wall);
   out.phase1_rank_compute_seconds = std::move(*compute);
   out.shard_tokens = std::move(*tokens);
@@ -91,6 +95,11 @@ Result<GenerationResult> answer_query(const RuntimeModel& model, Communicator& c
   Result<GenerationResult> gen =
       generate(*model.engine, *model.tokenizer, context.layout, comm, *context.shard, query_ids, options, sink);
   context.shard->truncate(encoded);
+  if (!gen.ok()) return gen;
+  auto tiles = gather_one(comm, gen->skip_softmax_tiles);
+  if (!tiles.ok()) return tiles.status();
+  gen->skip_softmax_tiles = {};
+  for (const SkipSoftmaxTiles& t : *tiles) gen->skip_softmax_tiles += t;
   return gen;
 }
 

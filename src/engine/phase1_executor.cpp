@@ -30,7 +30,7 @@ Status check_backend_runs(const EngineModel& model, const BlockPlan& plan) {
 }  // namespace
 
 Result<Phase1Stats> encode_context(EngineModel& model, const BlockPlan& plan, Communicator& comm, KvShard& shard,
-                                   const BlockProgress& progress) {
+                                   const BlockProgress& progress, double prefill_scale_factor) {
   if (static_cast<int>(plan.ranks.size()) != comm.size()) {
     return invalid_argument("plan is for " + std::to_string(plan.ranks.size()) + " ranks but " +
                             std::to_string(comm.size()) + " are running");
@@ -63,8 +63,10 @@ Result<Phase1Stats> encode_context(EngineModel& model, const BlockPlan& plan, Co
       return internal_error("unknown encode step kind");
     }();
     if (!attention.ok()) return attention.status();
+    (*attention)->set_skip_softmax(prefill_scale_factor);
     Result<std::vector<float>> r = model.forward(step.token_ids, step.positions, **attention, 0);
     if (!r.ok()) return r.status();
+    stats.skip_softmax_tiles += (*attention)->skip_softmax_tiles();
     communication += (*attention)->communication_cpu_seconds();
     stats.tokens_processed += static_cast<int64_t>(step.token_ids.size());
     if (encodes_a_block(step)) {

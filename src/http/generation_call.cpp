@@ -55,6 +55,7 @@ RequestObservation GenerationCall::observation() const {
     o.generation_tokens = done_->usage().completion_tokens();
     o.phase1_seconds = done_->timings().phase1_seconds();
     o.finish_reason = done_->finish_reason();
+    o.sparse_attention = done_->sparse_attention();
   }
   o.time_to_first_token = time_to_first_token_;
   o.inter_token_latencies = inter_token_latencies_;

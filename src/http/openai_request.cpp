@@ -2,6 +2,8 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include "star/attention/sparse_attention_config_io.h"
+
 namespace star::http {
 
 namespace {
@@ -173,6 +175,12 @@ Status read_star(const json& body, Endpoint endpoint, StarExtension& out) {
     google::protobuf::util::JsonParseOptions options;
     const auto parsed = google::protobuf::util::JsonStringToMessage(a->dump(), &attention, options);
     if (!parsed.ok()) return field_error("star.attention", std::string(parsed.message()));
+    // Checked here so the error names the shim's field; the server checks again.
+    if (const json* sparse = find(*a, "sparse_attention")) {
+      if (Result<SparseAttentionConfig> c = sparse_attention_config_from_json(*sparse); !c.ok()) {
+        return invalid_argument("star.attention." + c.status().message());
+      }
+    }
     out.attention = attention;
   }
   return ok_status();

@@ -32,6 +32,11 @@ void ShimMetrics::observe(const RequestObservation& o) {
   for (double latency : o.inter_token_latencies) inter_token_latency_.observe(latency);
   e2e_latency_.observe(o.e2e_seconds);
   phase1_.observe(o.phase1_seconds);
+  const v1::SkipSoftmaxTiles* phases[2] = {&o.sparse_attention.phase1(), &o.sparse_attention.phase2()};
+  for (int p = 0; p < 2; ++p) {
+    skip_softmax_visited_[p] += phases[p]->visited();
+    skip_softmax_skipped_[p] += phases[p]->skipped();
+  }
 }
 
 std::string ShimMetrics::render(const std::optional<QueueState>& queue) const {
@@ -52,6 +57,12 @@ std::string ShimMetrics::render(const std::optional<QueueState>& queue) const {
                       {"finished_reason=\"abort\"", static_cast<double>(finished_abort_.load())}});
   out.counter("star:request_errors", "Generation requests answered with an error.",
               static_cast<double>(errors_.load()));
+  out.counter_family("star:skip_softmax_visited_tiles", "Attention tiles Skip Softmax voted on, by phase.",
+                     {{"phase=\"phase1\"", static_cast<double>(skip_softmax_visited_[0].load())},
+                      {"phase=\"phase2\"", static_cast<double>(skip_softmax_visited_[1].load())}});
+  out.counter_family("star:skip_softmax_skipped_tiles", "Attention tiles Skip Softmax skipped, by phase.",
+                     {{"phase=\"phase1\"", static_cast<double>(skip_softmax_skipped_[0].load())},
+                      {"phase=\"phase2\"", static_cast<double>(skip_softmax_skipped_[1].load())}});
   out.histogram("star:time_to_first_token_seconds", "Request arrival until its first generated token.",
                 time_to_first_token_.snapshot());
   out.histogram("star:inter_token_latency_seconds", "Time between generated tokens, as the shim receives them.",

@@ -154,6 +154,8 @@ Status EngineLoop::run_generate(Job& job, GenerateWork& work) {
   summary.phase1_seconds = outcome->phase1_seconds;
   summary.first_token_seconds = outcome->phase1_seconds + g.first_token_seconds;
   summary.decode_seconds = g.decode_seconds;
+  summary.phase1_skip_softmax_tiles = outcome->phase1_skip_softmax_tiles;
+  summary.phase2_skip_softmax_tiles = g.skip_softmax_tiles;
   channel.push(std::move(summary));
   return ok_status();
 }

@@ -1,8 +1,10 @@
 #include "star/server/proto_convert.h"
 
+#include <google/protobuf/util/json_util.h>
 #include <nlohmann/json.hpp>
 
 #include "star/attention/attention_config_io.h"
+#include "star/attention/sparse_attention_config_io.h"
 
 namespace star::server {
 
@@ -23,6 +25,13 @@ Result<AttentionConfig> apply_attention_override(const AttentionConfig& base, co
   if (o.has_keep_prefix_kv()) j["keep_prefix_kv"] = o.keep_prefix_kv();
   if (o.has_streaming_sink()) j["streaming_sink"] = o.streaming_sink();
   if (o.has_streaming_window()) j["streaming_window"] = o.streaming_window();
+  if (o.has_sparse_attention()) {
+    std::string text;
+    if (const auto printed = google::protobuf::util::MessageToJsonString(o.sparse_attention(), &text); !printed.ok()) {
+      return invalid_argument("attention: sparse_attention: " + std::string(printed.message()));
+    }
+    j["sparse_attention"] = nlohmann::json::parse(text);
+  }
   Result<AttentionConfig> config = attention_config_from_json(j);
   if (!config.ok()) return invalid_argument("attention: " + config.status().message());
   return config;
@@ -42,6 +51,10 @@ v1::AttentionConfig attention_to_proto(const AttentionConfig& c) {
   p.set_keep_prefix_kv(c.keep_prefix_kv);
   p.set_streaming_sink(c.streaming_sink);
   p.set_streaming_window(c.streaming_window);
+  // A JSON object printed by nlohmann::json always parses into a Struct, so the status is not needed.
+  const auto parsed = google::protobuf::util::JsonStringToMessage(sparse_attention_config_to_json(c.sparse).dump(),
+                                                                  p.mutable_sparse_attention());
+  static_cast<void>(parsed);
   return p;
 }
 

@@ -35,6 +35,7 @@ Result<GenerateOutcome> RankEngine::generate(const EngineCommand& command, const
   if (!context.ok()) return context.status();
   out.phase1_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   out.context_tokens = context->context_tokens;
+  out.phase1_skip_softmax_tiles = context->phase1_skip_softmax_tiles;
   Result<GenerationResult> generation =
       answer_query(model_, comm_, *context, command.query_ids, command.generation, sink);
   if (!generation.ok()) return generation.status();

@@ -265,6 +265,11 @@ grpc::Status StarService::Generate(grpc::ServerContext* context, const v1::Gener
       done.mutable_timings()->set_decode_seconds(d->decode_seconds);
       done.set_context_id(d->context_id);
       done.set_seed(d->seed);
+      for (auto [tiles, phase] : {std::pair{d->phase1_skip_softmax_tiles, done.mutable_sparse_attention()->mutable_phase1()},
+                                  std::pair{d->phase2_skip_softmax_tiles, done.mutable_sparse_attention()->mutable_phase2()}}) {
+        phase->set_visited(tiles.visited);
+        phase->set_skipped(tiles.skipped);
+      }
     } else {
       return true;
     }

@@ -30,6 +30,7 @@ void expect_same(const AttentionConfig& a, const AttentionConfig& b) {
   EXPECT_EQ(a.keep_prefix_kv, b.keep_prefix_kv);
   EXPECT_EQ(a.streaming_sink, b.streaming_sink);
   EXPECT_EQ(a.streaming_window, b.streaming_window);
+  EXPECT_EQ(a.sparse, b.sparse);
 }
 
 void expect_error_mentions(const Status& status, const std::vector<std::string>& parts) {
@@ -95,8 +96,11 @@ TEST(Json, RoundTripKeepsEveryField) {
   config.keep_prefix_kv = true;
   config.streaming_sink = 4;
   config.streaming_window = 1024;
+  config.sparse.algorithm = "skip_softmax";
+  config.sparse.skip_softmax = {1000.0, 500.0};
   const nlohmann::json json = attention_config_to_json(config);
-  EXPECT_EQ(json.size(), 12u);
+  EXPECT_EQ(json.size(), 13u);
+  EXPECT_EQ(json.at("sparse_attention").at("threshold_scale_factor").at("decode"), 500.0);
   EXPECT_EQ(json.at("sink_tokens"), 16);
   EXPECT_EQ(json.at("position_mode"), "contiguous");
   const Result<AttentionConfig> back = attention_config_from_json(json);

@@ -47,6 +47,16 @@ TEST(OpenAiRequest, BadFieldsAreNamed) {
   EXPECT_EQ(refused_field(Endpoint::kChat, chat({{"star", {{"context", "doc"}}}})), "star.context");
   EXPECT_EQ(refused_field(Endpoint::kChat, chat({{"star", {{"attention", {{"block_size", "big"}}}}}})),
             "star.attention");
+  EXPECT_EQ(refused_field(Endpoint::kChat,
+                          chat({{"star", {{"attention", {{"sparse_attention", {{"algorithm", "rocket"}, {"topk", 0}}}}}}}})),
+            "star.attention.sparse_attention.topk");
+  EXPECT_EQ(refused_field(Endpoint::kChat, chat({{"star", {{"attention", {{"sparse_attention",
+                                                                          {{"algorithm", "skip_softmax"},
+                                                                           {"threshold_scale_factor", {{"decode", -1}}}}}}}}}})),
+            "star.attention.sparse_attention.threshold_scale_factor.decode");
+  EXPECT_EQ(refused_field(Endpoint::kChat,
+                          chat({{"star", {{"attention", {{"sparse_attention", {{"algorithm", "dsa"}}}}}}}})),
+            "star.attention.sparse_attention.algorithm");
   EXPECT_EQ(refused_field(Endpoint::kCompletions, json{{"model", "tiny"}}), "prompt");
   EXPECT_EQ(refused_field(Endpoint::kCompletions, json{{"model", "tiny"}, {"prompt", {"a", "b"}}}), "prompt");
   EXPECT_EQ(refused_field(Endpoint::kChat, json::array()), "body");

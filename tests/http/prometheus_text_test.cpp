@@ -47,6 +47,10 @@ TEST(ShimMetrics, ObservationsMoveTheirSeries) {
   o.inter_token_latencies = {0.01, 0.02};
   o.e2e_seconds = 0.3;
   o.finish_reason = v1::FINISH_REASON_LENGTH;
+  o.sparse_attention.mutable_phase1()->set_visited(100);
+  o.sparse_attention.mutable_phase1()->set_skipped(70);
+  o.sparse_attention.mutable_phase2()->set_visited(9);
+  o.sparse_attention.mutable_phase2()->set_skipped(4);
   m.observe(o);
   m.observe(o);
   const std::string text = m.render(QueueState{1, 2});
@@ -54,7 +58,11 @@ TEST(ShimMetrics, ObservationsMoveTheirSeries) {
                            "star:prompt_tokens_total 20\n", "star:generation_tokens_total 6\n",
                            "star:request_success_total{finished_reason=\"length\"} 2\n",
                            "star:time_to_first_token_seconds_count 2\n", "star:inter_token_latency_seconds_count 4\n",
-                           "star:e2e_request_latency_seconds_count 2\n", "star:phase1_seconds_count 2\n"}) {
+                           "star:e2e_request_latency_seconds_count 2\n", "star:phase1_seconds_count 2\n",
+                           "star:skip_softmax_visited_tiles_total{phase=\"phase1\"} 200\n",
+                           "star:skip_softmax_skipped_tiles_total{phase=\"phase1\"} 140\n",
+                           "star:skip_softmax_visited_tiles_total{phase=\"phase2\"} 18\n",
+                           "star:skip_softmax_skipped_tiles_total{phase=\"phase2\"} 8\n"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line;
   }
   EXPECT_EQ(m.render(std::nullopt).find("num_requests_running"), std::string::npos);

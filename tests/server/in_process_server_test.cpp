@@ -126,6 +126,27 @@ TEST_F(InProcessServer, StreamsWhatTheEngineGenerates) {
   }
 }
 
+// Skip Softmax with S = 1e-30 answers like dense, and GenerateDone counts the tiles of each phase.
+TEST_F(InProcessServer, GenerateDoneCountsSkipSoftmaxTiles) {
+  RunningServer running(model_dir(), {});
+  const std::string context = context_text(10);
+  v1::GenerateRequest request = text_request(context, "What jumps?", 12, 0, 0);
+  auto& sparse = *request.mutable_attention()->mutable_sparse_attention()->mutable_fields();
+  sparse["algorithm"].set_string_value("skip_softmax");
+  sparse["threshold_scale_factor"].set_number_value(1e-30);
+  GenerateStream got = generate(running.stub(), request);
+  ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+  GenerationOptions options;
+  options.max_tokens = 12;
+  const GenerationResult want = expected(tokenize(context, true), tokenize("What jumps?", false), options);
+  EXPECT_EQ(got.token_ids, want.tokens);
+  const v1::SparseAttentionStats& stats = got.done->sparse_attention();
+  EXPECT_GT(stats.phase1().visited(), 0);
+  EXPECT_EQ(stats.phase1().skipped(), 0);
+  EXPECT_GT(stats.phase2().visited(), 0);
+  EXPECT_EQ(stats.phase2().skipped(), 0);
+}
+
 TEST_F(InProcessServer, StopTokenIdsEndTheAnswerAndStayOutOfIt) {
   RunningServer running(model_dir(), {});
   v1::GenerateRequest request;

@@ -58,6 +58,36 @@ TEST(AttentionOverride, BadValuesNameTheField) {
   EXPECT_NE(c.status().message().find("chunk_tokens"), std::string::npos);
 }
 
+TEST(AttentionOverride, SparseAttentionTravelsInTensorRtShape) {
+  AttentionConfig from;
+  from.sparse.algorithm = "skip_softmax";
+  from.sparse.skip_softmax = {1000.0, 16.5};
+  const v1::AttentionConfig proto = attention_to_proto(from);
+  const auto& fields = proto.sparse_attention().fields();
+  EXPECT_EQ(fields.at("algorithm").string_value(), "skip_softmax");
+  EXPECT_EQ(fields.at("threshold_scale_factor").struct_value().fields().at("decode").number_value(), 16.5);
+  Result<AttentionConfig> c = apply_attention_override(AttentionConfig{}, proto);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->sparse, from.sparse);
+
+  AttentionConfig rocket;
+  rocket.sparse.algorithm = "rocket";
+  rocket.sparse.rocket.prompt_budget = 512;
+  c = apply_attention_override(from, attention_to_proto(rocket));
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->sparse, rocket.sparse);  // the section is replaced whole
+}
+
+TEST(AttentionOverride, BadSparseFieldsAreNamed) {
+  v1::AttentionConfig o;
+  (*o.mutable_sparse_attention()->mutable_fields())["algorithm"].set_string_value("rocket");
+  (*o.mutable_sparse_attention()->mutable_fields())["page_size"].set_number_value(3);
+  Result<AttentionConfig> c = apply_attention_override(AttentionConfig{}, o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message().rfind("attention: ", 0), 0u);
+  EXPECT_NE(c.status().message().find("sparse_attention.page_size: 3"), std::string::npos) << c.status().message();
+}
+
 TEST(ProtoConvert, StatusCodesMapOneToOne) {
   EXPECT_TRUE(to_grpc_status(ok_status()).ok());
   const grpc::Status s = to_grpc_status(not_found("context_id: x"));

@@ -4,7 +4,8 @@
 //
 //   {"algorithm": "pulsar", "block_size": 0, "sink_tokens": 64, "chunk_tokens": 32, ...}
 //
-// Keys are the AttentionConfig field names. Missing keys keep their defaults; unknown keys and
+// Keys are the AttentionConfig field names, plus the nested `sparse_attention` object
+// (sparse_attention_config_io.h). Missing keys keep their defaults; unknown keys and
 // wrongly typed values are errors that name the key.
 #pragma once
 
@@ -33,7 +34,9 @@ Result<AttentionConfig> load_attention_config(const std::filesystem::path& path)
 
 // Adds --attention-config FILE and one flag per field (--attention, --block-size, --anchor-size,
 // --sink-tokens, --chunk-tokens, --summary-fraction, --summary-tokens, --scoring, --position-mode,
-// --keep-prefix-kv, --streaming-sink, --streaming-window). Flags write into `flags`; call
+// --keep-prefix-kv, --streaming-sink, --streaming-window), and for the sparse_attention section
+// --sparse-attention JSON (replaces the file's section) or --skip-softmax-threshold S[,S] (Skip
+// Softmax with S for both phases, or prefill and decode). Flags write into `flags`; call
 // resolve_attention_options after parsing to combine them with the file.
 void add_attention_options(CLI::App& app, AttentionConfig& flags, std::string& config_file);
 

@@ -12,7 +12,8 @@
 //   using Cache, Floats, Context;
 //   Result<int64_t> grow(Cache&, int64_t n, Context)              n rows more, the first new one's index
 //   Status store(Cache&, layer, first, k, v, n, Context)          rows [first, first + n) of a layer
-//   Status attend(AttentionShape, q, n, const Cache&, layer, first, rows, AttentionMask, out, lse, Context)
+//   Status attend(AttentionShape, q, n, const Cache&, layer, first, rows, AttentionMask, out, lse,
+//                 SkipSoftmax, Context)
 //                                                                 q against rows [first, first + rows)
 //   Status merge(outs, lses, partials, n, AttentionShape, out, lse, Context)           merge_partials
 //   Status merge_packed(packed, partials, n, AttentionShape, out, lse, Context)  merge_packed_partials
@@ -26,6 +27,7 @@
 
 #include "star/attention/attention_shape.h"
 #include "star/attention/block_plan.h"
+#include "star/attention/skip_softmax.h"
 #include "star/backend/cpu/attention.h"
 #include "star/common/status.h"
 #include "star/dist/communicator.h"
@@ -57,10 +59,10 @@ class CausalSituation {
   }
 
   Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out,
-                Context ctx) {
+                const SkipSoftmax& skip, Context ctx) {
     if (Status s = B::store(cache_, layer, first_, k, v, n, ctx); !s.ok()) return s;
     return B::attend(shape_, q, n, cache_, layer, 0, first_ + n, causal_mask_from(first_, window_), out,
-                     B::data(lse_), ctx);
+                     B::data(lse_), skip, ctx);
   }
 
  private:
@@ -91,23 +93,24 @@ class PrefixedBlockSituation {
   }
 
   Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out,
-                Context ctx) {
+                const SkipSoftmax& skip, Context ctx) {
     if (Status s = B::store(shard_, layer, first_, k, v, n, ctx); !s.ok()) return s;
     const int64_t np = prefix_.tokens();
     if (np == 0) {
       return B::attend(shape_, q, n, shard_, layer, first_, n, causal_mask_from(0, window_), out, B::data(lse_),
-                       ctx);
+                       skip, ctx);
     }
     // The prefix precedes every block token (no mask); the block is causal; merge the two.
     float* out_prefix = B::data(partial_out_);
     float* out_block = out_prefix + n * shape_.q_floats();
     float* lse_prefix = B::data(partial_lse_);
     float* lse_block = lse_prefix + n * shape_.n_heads;
-    if (Status s = B::attend(shape_, q, n, prefix_, layer, 0, np, AttentionMask{}, out_prefix, lse_prefix, ctx);
+    if (Status s = B::attend(shape_, q, n, prefix_, layer, 0, np, AttentionMask{}, out_prefix, lse_prefix, skip, ctx);
         !s.ok()) {
       return s;
     }
-    if (Status s = B::attend(shape_, q, n, shard_, layer, first_, n, causal_mask_from(0), out_block, lse_block, ctx);
+    if (Status s = B::attend(shape_, q, n, shard_, layer, first_, n, causal_mask_from(0), out_block, lse_block, skip,
+                             ctx);
         !s.ok()) {
       return s;
     }
@@ -151,7 +154,7 @@ class ShardedQuerySituation {
   }
 
   Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out,
-                Context ctx) {
+                const SkipSoftmax& skip, Context ctx) {
     const int64_t qf = shape_.q_floats();
     // Local partial, packed as [out n·Hq·d | lse n·Hq] so one all-gather carries both.
     float* local_out = B::data(local_);
@@ -159,7 +162,7 @@ class ShardedQuerySituation {
     if (is_query_host_) {
       if (Status s = B::store(shard_, layer, first_, k, v, n, ctx); !s.ok()) return s;
       if (Status s = B::attend(shape_, q, n, shard_, layer, 0, first_ + n, causal_mask_from(first_, window_),
-                               local_out, local_lse, ctx);
+                               local_out, local_lse, skip, ctx);
           !s.ok()) {
         return s;
       }
@@ -167,7 +170,7 @@ class ShardedQuerySituation {
       // A remote shard lies wholly before every query token: no mask (the reference code's
       // bottom-right causal mask here would hide the shard's last tokens from early query tokens).
       if (Status s = B::attend(shape_, q, n, shard_, layer, 0, shard_.tokens(), AttentionMask{}, local_out,
-                               local_lse, ctx);
+                               local_lse, skip, ctx);
           !s.ok()) {
         return s;
       }

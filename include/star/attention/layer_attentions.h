@@ -32,7 +32,7 @@ class LocalCausalAttention final : public LayerAttention {
       : situation_(shape, cache, window) {}
   Status begin(int64_t n_new) override { return situation_.begin(n_new, {}); }
   Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out) override {
-    return situation_.attend(layer, q, k, v, n, out, {});
+    return situation_.attend(layer, q, k, v, n, out, skip_softmax(), {});
   }
 
  private:
@@ -46,7 +46,7 @@ class PrefixedBlockAttention final : public LayerAttention {
       : situation_(shape, prefix, shard, window) {}
   Status begin(int64_t n_new) override { return situation_.begin(n_new, {}); }
   Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out) override {
-    return situation_.attend(layer, q, k, v, n, out, {});
+    return situation_.attend(layer, q, k, v, n, out, skip_softmax(), {});
   }
 
  private:
@@ -82,7 +82,7 @@ class ShardedQueryAttention final : public LayerAttention {
       : situation_(shape, comm, shard, is_query_host, window) {}
   Status begin(int64_t n_new) override { return situation_.begin(n_new, {}); }
   Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out) override {
-    return situation_.attend(layer, q, k, v, n, out, {});
+    return situation_.attend(layer, q, k, v, n, out, skip_softmax(), {});
   }
 
   // Floats this rank sent in all-gathers so far (Hq·(d+1) per layer and token).

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "star/attention/block_plan.h"
+#include "star/attention/skip_softmax.h"
 #include "star/common/status.h"
 #include "star/dist/communicator.h"
 #include "star/model/kv_dtype.h"
@@ -42,6 +43,10 @@ class EngineAttention {
   // Phase 2: floats sent in all-gathers, and wall seconds in the all-gather and merge.
   virtual int64_t floats_sent() const { return 0; }
   virtual double gather_merge_seconds() const { return 0; }
+  // Skip Softmax: S for the forward passes that follow, and the tiles counted so far (a backend
+  // without it runs dense and counts nothing).
+  virtual void set_skip_softmax(double scale_factor) { static_cast<void>(scale_factor); }
+  virtual SkipSoftmaxTiles skip_softmax_tiles() const { return {}; }
 };
 
 class EngineModel {

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "star/attention/block_plan.h"
+#include "star/attention/skip_softmax.h"
+#include "star/attention/sparse_attention_config.h"
 #include "star/common/status.h"
 #include "star/dist/communicator.h"
 #include "star/engine/engine_model.h"
@@ -24,7 +26,8 @@ struct ShardLayout {
   int query_host = 0;
   int64_t query_position_start = 0;
   AttentionWindow window;
-  static ShardLayout of(const BlockPlan& p) { return {p.query_host, p.query_position_start, p.window}; }
+  SkipSoftmaxConfig skip_softmax;  // the query runs with its prefill S, generated tokens with its decode S
+  static ShardLayout of(const BlockPlan& p) { return {p.query_host, p.query_position_start, p.window, {}}; }
 };
 
 struct GenerationOptions {
@@ -50,6 +53,7 @@ struct GenerationResult {
   int64_t floats_sent = 0;         // this rank's all-gather payload, all layers and steps
   double decode_gather_merge_seconds = 0;  // all-gather + merge time after the first token
   std::vector<float> query_logits; // [query tokens, vocab] when asked for (rank 0)
+  SkipSoftmaxTiles skip_softmax_tiles;  // Phase 2 attention tiles, this rank's (answer_query: every rank's)
 };
 
 // Rank 0 only: called with each token and the text it completed (possibly empty). Returning false

@@ -32,6 +32,7 @@ struct EncodedContext {
   std::vector<double> phase1_rank_compute_seconds;  // and its CPU time of model work
   std::vector<int64_t> shard_tokens;                // each rank's KV tokens after Phase 1
   std::vector<size_t> shard_bytes;                  // and their exact bytes
+  SkipSoftmaxTiles phase1_skip_softmax_tiles;       // Phase 1 attention tiles, every rank's
   double phase1_seconds() const;                    // wall time of the slowest rank
   double phase1_critical_path_seconds() const;      // compute time of the slowest rank
 };

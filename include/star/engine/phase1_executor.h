@@ -18,6 +18,7 @@ struct Phase1Stats {
   int64_t tokens_processed = 0; // every token fed through the model, prefix steps included
   int64_t shard_tokens = 0;     // tokens whose KV this rank holds afterwards
   size_t shard_bytes = 0;       // exact bytes of that KV
+  SkipSoftmaxTiles skip_softmax_tiles;  // this rank's attention tiles (Skip Softmax on)
 };
 
 // Called on each rank after each block it encoded: (block index, blocks done here, blocks here).
@@ -25,8 +26,10 @@ using BlockProgress = std::function<void(int block_index, int done, int total)>;
 
 // Encodes this rank's steps of `plan` into `shard` (which must be empty, made by `model`).
 // Collective for ring plans: every rank of `comm` must call it with the same plan. A plan with a
-// step kind the backend cannot run fails on every rank before any work.
+// step kind the backend cannot run fails on every rank before any work. Every step's attention runs
+// Skip Softmax with prefill_scale_factor S (0: dense).
 Result<Phase1Stats> encode_context(EngineModel& model, const BlockPlan& plan, Communicator& comm,
-                                   KvShard& shard, const BlockProgress& progress = {});
+                                   KvShard& shard, const BlockProgress& progress = {},
+                                   double prefill_scale_factor = 0.0);
 
 }  // namespace star

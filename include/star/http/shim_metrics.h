@@ -21,6 +21,7 @@ struct RequestObservation {
   double e2e_seconds = 0;
   double phase1_seconds = 0;                  // the backend's Timings
   v1::FinishReason finish_reason = v1::FINISH_REASON_STOP;
+  v1::SparseAttentionStats sparse_attention;  // Skip Softmax tiles per phase
 };
 
 // The backend's queue, from GetServerInfo; absent when it could not be asked.
@@ -44,6 +45,9 @@ class ShimMetrics {
   std::atomic<int64_t> finished_length_{0};
   std::atomic<int64_t> finished_abort_{0};
   std::atomic<int64_t> errors_{0};
+  // Skip Softmax tiles, [phase 1, phase 2].
+  std::atomic<int64_t> skip_softmax_visited_[2] = {0, 0};
+  std::atomic<int64_t> skip_softmax_skipped_[2] = {0, 0};
   Histogram time_to_first_token_;
   Histogram inter_token_latency_;
   Histogram e2e_latency_;

@@ -23,6 +23,7 @@ struct GenerateOutcome {
   GenerationResult generation;
   int64_t context_tokens = 0;
   double phase1_seconds = 0;  // this rank's wall time encoding an inline context; 0 for an encoded one
+  SkipSoftmaxTiles phase1_skip_softmax_tiles;  // every rank's, for an inline context
 };
 
 // Rank 0's choice about a context just encoded (the Result is that rank's own Phase 1 outcome).

@@ -42,6 +42,8 @@ struct GenerateSummary {
   double decode_seconds = 0;
   std::string context_id;  // the encoded context used, if any
   uint64_t seed = 0;       // the sampling seed used
+  SkipSoftmaxTiles phase1_skip_softmax_tiles;  // every rank's; zero for a cached context
+  SkipSoftmaxTiles phase2_skip_softmax_tiles;
 };
 
 struct ContextCreated {

@@ -44,6 +44,8 @@ struct Problem {
   int64_t tile_tokens;     // query tokens per task
   int64_t heads_per_task;  // kv heads per task: 1, or all of them for short queries
   int64_t key_tile;        // keys per tile
+  bool skip_softmax;       // Skip Softmax is on: 0 < lambda < 1
+  float log2_lambda;       // its threshold, in the base-2 score domain
 };
 
 // Row stride of packed key and value tiles: an odd number of cache lines spreads the rows over
@@ -92,6 +94,8 @@ class TileWorker {
     v_tile_ = scratch(p.heads_per_task * p.key_tile * ld_packed_);
   }
 
+  SkipSoftmaxTiles tiles() const { return tiles_; }
+
   // Writes the task's rows of out [nq, Hq, d] and lse [nq, Hq] (attention over its keys only).
   void run(int64_t h_begin, int64_t t_begin, int64_t t_end, int64_t key_begin, int64_t key_end,
            float* out, float* lse) {
@@ -112,7 +116,9 @@ class TileWorker {
       const int64_t bc = std::min(p_.key_tile, key_end - j0);
       const TileVisibility vis = classify(p_.mask, pos_first, pos_last, j0, j0 + bc - 1);
       if (vis == TileVisibility::kNone) continue;
-      pack_keys_values(j0, bc);
+      // With Skip Softmax on, values wait for a vote that keeps the tile (need_values).
+      pack_keys_values(j0, bc, true, !p_.skip_softmax);
+      values_packed_ = !p_.skip_softmax;
       for (int64_t hh = 0; hh < heads_; ++hh) {
         if (row_major_) {
           attend_rows_dispatch(hh, j0, bc, vis == TileVisibility::kSome);
@@ -172,22 +178,33 @@ class TileWorker {
 
   // Picks the row decoder of the cache's element type (one switch per tile, not per row). Each
   // decoder is a lambda of its own type, so every instance inlines its decoder.
-  void pack_keys_values(int64_t j0, int64_t bc) {
+  void pack_keys_values(int64_t j0, int64_t bc, bool keys, bool values) {
     switch (p_.k.dtype) {
       case KvDType::kF32:
-        return pack_keys_values(j0, bc, [](KvRows r, int64_t e, int64_t n, float* d) { kv_rows::decode_f32(r, e, n, d); });
+        return pack_keys_values(j0, bc, keys, values,
+                                [](KvRows r, int64_t e, int64_t n, float* d) { kv_rows::decode_f32(r, e, n, d); });
       case KvDType::kBF16:
-        return pack_keys_values(j0, bc, [](KvRows r, int64_t e, int64_t n, float* d) { kv_rows::decode_bf16(r, e, n, d); });
+        return pack_keys_values(j0, bc, keys, values,
+                                [](KvRows r, int64_t e, int64_t n, float* d) { kv_rows::decode_bf16(r, e, n, d); });
       case KvDType::kQ8_0:
-        return pack_keys_values(j0, bc, [](KvRows r, int64_t e, int64_t n, float* d) { kv_rows::decode_q8_0(r, e, n, d); });
+        return pack_keys_values(j0, bc, keys, values,
+                                [](KvRows r, int64_t e, int64_t n, float* d) { kv_rows::decode_q8_0(r, e, n, d); });
     }
+  }
+
+  // Skip Softmax packs a tile's values only once some vote keeps the tile, so a skipped tile never
+  // reads V from the cache.
+  void need_values(int64_t j0, int64_t bc) {
+    if (values_packed_) return;
+    pack_keys_values(j0, bc, false, true);
+    values_packed_ = true;
   }
 
   // Decodes keys and values [j0, j0 + bc) of the task's kv heads into per-head contiguous float32
   // tiles, reading each cache row front to back. In place, one head's rows sit Hkv * d elements
   // apart, often a multiple of 4 KiB, so a block's rows would all compete for the same L1 set.
   template <typename DecodeRow>
-  void pack_keys_values(int64_t j0, int64_t bc, DecodeRow decode_row) {
+  void pack_keys_values(int64_t j0, int64_t bc, bool keys, bool values, DecodeRow decode_row) {
     const int64_t d = p_.head_dim;
     const int64_t ldkv = p_.n_kv_heads * d;
     const int64_t head_tile = p_.key_tile * ld_packed_;
@@ -197,11 +214,11 @@ class TileWorker {
       for (int64_t hh = 0; hh < heads_; ++hh) {
         const int64_t src = c * ldkv + hh * d;
         const int64_t dst = hh * head_tile + c * ld_packed_;
-        decode_row(k, src, d, k_tile_.get() + dst);
-        decode_row(v, src, d, v_tile_.get() + dst);
+        if (keys) decode_row(k, src, d, k_tile_.get() + dst);
+        if (values) decode_row(v, src, d, v_tile_.get() + dst);
       }
     }
-    if (row_major_) {
+    if (keys && row_major_) {
       // score_rows reads keys in whole vectors: zero the rows past bc up to the next one.
       const int64_t bc_pad = ceil_div(bc, kLanes) * kLanes;
       for (int64_t hh = 0; hh < heads_; ++hh) {
@@ -233,6 +250,10 @@ class TileWorker {
       attention_blocks::score_rows<R>(qt(hh), d, keys + c * ld_packed_, ld_packed_, st + c, lds);
     }
     mask_rows<R>(j0, bc, lds, masked);
+    if (p_.skip_softmax) {
+      if (skip_rows<R>(hh, bc, lds)) return;
+      need_values(j0, bc);
+    }
     float alpha[R];
     softmax_rows<R>(hh, bc, lds, alpha);
     const float* values = v_tile(hh);
@@ -271,6 +292,37 @@ class TileWorker {
         simd::store(s + c, visible ? simd::load(s + c) : simd::splat(kNegInf));
       }
     }
+  }
+
+  // Skip Softmax's vote of the R rows over row-major scores st [R, lds]: true (and counted) when
+  // every row that sees a key of the tile has tile max - running max < log2(lambda).
+  template <int R>
+  bool skip_rows(int64_t hh, int64_t bc, int64_t lds) {
+    const int64_t bc_pad = ceil_div(bc, kLanes) * kLanes;
+    float tile_max[R];
+    for (int r = 0; r < R; ++r) {
+      const float* s = st_.get() + r * lds;
+      Vec m = simd::splat(kNegInf);
+      for (int64_t c = 0; c < bc_pad; c += kLanes) m = simd::max(m, simd::load(s + c));
+      tile_max[r] = simd::reduce_max(m);
+    }
+    return vote(tile_max, max_run(hh), R);
+  }
+
+  // The vote itself over rows' tile maxima and running maxima (base 2). A row that sees no key of
+  // the tile votes skip; a row whose running max is still -inf (its first visible tile) never does.
+  bool vote(const float* tile_max, const float* run_max, int64_t rows) {
+    bool seen = false;
+    bool skip = true;
+    for (int64_t r = 0; r < rows; ++r) {
+      if (tile_max[r] == kNegInf) continue;
+      seen = true;
+      skip = skip && tile_max[r] - run_max[r] < p_.log2_lambda;
+    }
+    if (!seen) return false;
+    ++tiles_.visited;
+    if (skip) ++tiles_.skipped;
+    return skip;
   }
 
   // softmax_update for row-major scores st [R, lds] (keys along the lanes); alpha [R].
@@ -319,6 +371,10 @@ class TileWorker {
                                             st + c * kLds, kLds);
     });
     if (masked) mask_scores<NV>(col, j0, bc);
+    if (p_.skip_softmax) {
+      if (skip_block<NV>(hh, col, bc)) return;
+      need_values(j0, bc);
+    }
     Vec alpha[NV];
     softmax_update<NV>(max_run(hh) + col, sum_run(hh) + col, bc, alpha);
     const float* values = v_tile(hh);
@@ -327,6 +383,20 @@ class TileWorker {
       attention_blocks::value_block<MR, NV>(values + i, ld_packed_, st, kLds, bc, alpha,
                                             o_t + i * row_pad_, row_pad_);
     });
+  }
+
+  // Skip Softmax's vote of rows [col, col + NV * kLanes) (those below rows_) over the transposed
+  // scores st [bc, NV * kLanes].
+  template <int NV>
+  bool skip_block(int64_t hh, int64_t col, int64_t bc) {
+    float tile_max[NV * kLanes];
+    const float* st = st_.get();
+    for (int r = 0; r < NV; ++r) {
+      Vec m = simd::splat(kNegInf);
+      for (int64_t c = 0; c < bc; ++c) m = simd::max(m, simd::load(st + (c * NV + r) * kLanes));
+      simd::store(tile_max + r * kLanes, m);
+    }
+    return vote(tile_max, max_run(hh) + col, std::min<int64_t>(NV * kLanes, rows_ - col));
   }
 
   // st[c, r] = -inf where row col + r must not see key j0 + c.
@@ -410,12 +480,14 @@ class TileWorker {
   }
 
   const Problem& p_;
+  SkipSoftmaxTiles tiles_;
   int64_t h_begin_ = 0;
   int64_t heads_ = 0;
   int64_t rows_ = 0;
   int64_t row_vectors_ = 0;
   int64_t row_pad_ = 0;
-  bool row_major_ = false;    // few rows: row blocks, qt and ot row-major [rows, d]
+  bool row_major_ = false;
+  bool values_packed_ = false;  // v_tile_ holds the current key tile's values    // few rows: row blocks, qt and ot row-major [rows, d]
   int64_t state_stride_ = 0;  // floats of qt / ot per kv head
   int64_t row_stride_ = 0;    // floats of max_run / sum_run per kv head
   int64_t ld_packed_ = 0;     // row stride of the packed key and value tiles
@@ -429,36 +501,63 @@ class TileWorker {
   std::unique_ptr<float[]> v_tile_;   // [heads, key_tile, ld_packed] values of the current tile
 };
 
+// The tiling, plus what only the kernel needs: kv heads per task and the number of key splits.
+struct Cut {
+  AttentionTiling tiling;
+  int64_t heads_per_task = 1;
+  int64_t n_splits = 1;
+};
+
+Cut cut_problem(int64_t nq, int64_t nk, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, int threads) {
+  Cut cut;
+  AttentionTiling& t = cut.tiling;
+  const int64_t group = n_heads / n_kv_heads;
+  t.key_tile = kKeyTile;
+  t.vote_rows = kMaxRowVectors * kLanes;
+  // Up to four row-vector groups per kv head share each packed key tile.
+  t.tile_tokens = std::min(nq, std::max<int64_t>(1, 4 * kMaxRowVectors * kLanes / group));
+  const int64_t n_tiles = ceil_div(nq, t.tile_tokens);
+  // Short queries (decoding, Phase 2) are bound by reading K and V once: a task then takes every kv
+  // head, so it streams whole cache rows, and threads split the keys instead; the pieces are merged
+  // with merge_partials.
+  if (n_tiles < std::max(threads, 2)) {
+    cut.heads_per_task = n_kv_heads;
+    const int64_t row_bytes = 2 * n_kv_heads * packed_row_floats(head_dim) * int64_t{sizeof(float)};
+    t.key_tile = std::clamp(kPackedTileBytes / row_bytes / kMinKeyTile * kMinKeyTile, kMinKeyTile, kKeyTile);
+    if (threads > 1) {
+      cut.n_splits = std::clamp<int64_t>(ceil_div(2 * threads, n_tiles), 1,
+                                         std::max<int64_t>(1, nk / (8 * t.key_tile)));
+    }
+  }
+  t.split_keys = ceil_div(ceil_div(std::max<int64_t>(nk, 1), cut.n_splits), t.key_tile) * t.key_tile;
+  return cut;
+}
+
 }  // namespace
+
+AttentionTiling attention_tiling(int64_t nq, int64_t nk, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
+                                 int threads) {
+  return cut_problem(nq, nk, n_heads, n_kv_heads, head_dim, threads).tiling;
+}
 
 void attention_forward(const float* q, int64_t nq, KvRows k, KvRows v, int64_t nk, int64_t n_heads,
                        int64_t n_kv_heads, int64_t head_dim, float scale, const AttentionMask& mask,
-                       float* out, float* lse) {
+                       float* out, float* lse, const SkipSoftmax& skip) {
   assert(n_heads > 0 && n_kv_heads > 0 && n_heads % n_kv_heads == 0 && head_dim > 0);
   assert(k.dtype == v.dtype && check_kv_dtype(k.dtype, head_dim).ok());
   if (nq <= 0) return;
   const int threads = omp_get_max_threads();
+  const Cut cut = cut_problem(nq, nk, n_heads, n_kv_heads, head_dim, threads);
+  // lambda = S / L for the L keys of this call; at lambda >= 1 kernels disagree and accuracy suffers.
+  const double lambda = nk > 0 ? skip.scale_factor / static_cast<double>(nk) : 0.0;
+  const bool skip_on = lambda > 0.0 && lambda < 1.0;
   Problem p{q, k, v, nq, nk, n_heads, n_kv_heads, head_dim, n_heads / n_kv_heads,
-            scale * kLog2e, mask, 0, 1, kKeyTile};
-  // Up to four row-vector groups per kv head share each packed key tile.
-  p.tile_tokens = std::min(nq, std::max<int64_t>(1, 4 * kMaxRowVectors * kLanes / p.group));
+            scale * kLog2e, mask, cut.tiling.tile_tokens, cut.heads_per_task, cut.tiling.key_tile,
+            skip_on, skip_on ? static_cast<float>(std::log2(lambda)) : 0.f};
   const int64_t n_tiles = ceil_div(nq, p.tile_tokens);
-
-  // Short queries (decoding, Phase 2) are bound by reading K and V once: a task then takes every kv
-  // head, so it streams whole cache rows, and threads split the keys instead; the pieces are merged
-  // with merge_partials.
-  int64_t n_splits = 1;
-  if (n_tiles < std::max(threads, 2)) {
-    p.heads_per_task = n_kv_heads;
-    const int64_t row_bytes = 2 * n_kv_heads * packed_row_floats(head_dim) * int64_t{sizeof(float)};
-    p.key_tile = std::clamp(kPackedTileBytes / row_bytes / kMinKeyTile * kMinKeyTile, kMinKeyTile, kKeyTile);
-    if (threads > 1) {
-      n_splits = std::clamp<int64_t>(ceil_div(2 * threads, n_tiles), 1,
-                                     std::max<int64_t>(1, nk / (8 * p.key_tile)));
-    }
-  }
+  const int64_t n_splits = cut.n_splits;
   const int64_t head_tasks = ceil_div(n_kv_heads, p.heads_per_task);
-  const int64_t split_keys = ceil_div(ceil_div(std::max<int64_t>(nk, 1), n_splits), p.key_tile) * p.key_tile;
+  const int64_t split_keys = cut.tiling.split_keys;
   std::vector<float> part_out;
   std::vector<float> part_lse;
   if (n_splits > 1) {
@@ -468,7 +567,9 @@ void attention_forward(const float* q, int64_t nq, KvRows k, KvRows v, int64_t n
 
   const int64_t n_tasks = n_tiles * head_tasks * n_splits;
   const bool use_threads = threads > 1 && n_tasks > 1 && nq * nk * n_heads * head_dim >= (1 << 15);
-#pragma omp parallel if (use_threads)
+  int64_t visited = 0;
+  int64_t skipped = 0;
+#pragma omp parallel if (use_threads) reduction(+ : visited, skipped)
   {
     TileWorker worker(p);
     // Later query tiles see more keys under a causal mask: hand them out first.
@@ -489,7 +590,10 @@ void attention_forward(const float* q, int64_t nq, KvRows k, KvRows v, int64_t n
                    part_lse.data() + split * nq * n_heads);
       }
     }
+    visited += worker.tiles().visited;
+    skipped += worker.tiles().skipped;
   }
+  if (skip.tiles != nullptr) *skip.tiles += SkipSoftmaxTiles{visited, skipped};
   if (n_splits > 1) {
     merge_partials(part_out.data(), part_lse.data(), n_splits, nq, n_heads, head_dim, out, lse);
   }

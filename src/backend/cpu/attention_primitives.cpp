@@ -17,10 +17,10 @@ Status AttentionPrimitives::store(Cache& cache, int64_t layer, int64_t first, co
 
 Status AttentionPrimitives::attend(const AttentionShape& s, const float* q, int64_t n, const Cache& cache,
                                    int64_t layer, int64_t first, int64_t rows, const AttentionMask& mask, float* out,
-                                   float* lse, Context) {
+                                   float* lse, const SkipSoftmax& skip, Context) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
   attention_forward(q, n, cache.keys(layer).at(first * s.kv_floats()), cache.values(layer).at(first * s.kv_floats()),
-                    rows, s.n_heads, s.n_kv_heads, s.head_dim, scale, mask, out, lse);
+                    rows, s.n_heads, s.n_kv_heads, s.head_dim, scale, mask, out, lse, skip);
   return ok_status();
 }
 

@@ -21,11 +21,11 @@ Status AttentionPrimitives::store(Cache& cache, int64_t layer, int64_t first, co
 
 Status AttentionPrimitives::attend(const AttentionShape& s, const float* q, int64_t n, const Cache& cache,
                                    int64_t layer, int64_t first, int64_t rows, const AttentionMask& mask, float* out,
-                                   float* lse, Context stream) {
+                                   float* lse, const SkipSoftmax& skip, Context stream) {
   const int64_t row = cache.row_elements();
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
   return attention_forward(q, n, cache.keys(layer) + first * row, cache.values(layer) + first * row, rows, s.n_heads,
-                           s.n_kv_heads, s.head_dim, scale, mask, out, lse, stream);
+                           s.n_kv_heads, s.head_dim, scale, mask, out, lse, stream, skip);
 }
 
 Status AttentionPrimitives::merge(const float* outs, const float* lses, int64_t partials, int64_t n,

@@ -46,6 +46,8 @@ class DeviceAttentionOf final : public DeviceAttention {
     if constexpr (std::is_same_v<Attention, DeviceShardedQueryAttention>) return attention_.gather_merge_seconds();
     return 0;
   }
+  void set_skip_softmax(double scale_factor) override { attention_.set_skip_softmax(scale_factor); }
+  SkipSoftmaxTiles skip_softmax_tiles() const override { return attention_.skip_softmax_tiles(); }
 
  private:
   Attention attention_;

@@ -97,6 +97,10 @@ json outcome_json(const InferenceOutcome& o) {
   j["phase1_seconds"] = o.phase1_seconds();
   j["phase2_seconds"] = o.generation.first_token_seconds + o.generation.decode_seconds;
   j["first_token_seconds"] = o.generation.first_token_seconds;
+  // Skip Softmax's attention tiles, summed over ranks (zero when it is off).
+  const auto tiles = [](const SkipSoftmaxTiles& t) { return json{{"visited", t.visited}, {"skipped", t.skipped}}; };
+  j["skip_softmax_tiles"] = {{"phase1", tiles(o.phase1_skip_softmax_tiles)},
+                             {"phase2", tiles(o.generation.skip_softmax_tiles)}};
   return j;
 }
 

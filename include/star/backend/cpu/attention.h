@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "star/attention/block_plan.h"
+#include "star/attention/skip_softmax.h"
 #include "star/model/kv_dtype.h"
 
 namespace star {
@@ -21,6 +22,20 @@ struct AttentionMask {
 
 namespace cpu {
 
+// How attention_forward cuts a call, which fixes what Skip Softmax votes on. Tasks take query
+// tokens [i * tile_tokens, (i + 1) * tile_tokens) of one kv head, whose rows (token-major, the GQA
+// group's query heads inside each token) vote in consecutive groups of vote_rows; keys are cut
+// into split-KV pieces [s * split_keys, (s + 1) * split_keys), each its own running-max state,
+// and each piece into tiles of key_tile keys from its start.
+struct AttentionTiling {
+  int64_t key_tile = 0;
+  int64_t split_keys = 0;
+  int64_t tile_tokens = 0;
+  int64_t vote_rows = 0;
+};
+AttentionTiling attention_tiling(int64_t nq, int64_t nk, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
+                                 int threads);
+
 // q [nq, Hq, d], k and v [nk, Hkv, d] (GQA: query head h uses kv head h / (Hq/Hkv)) stored as one
 // KvDType (f32, bf16, or q8_0 with d a multiple of 32), read as stored: each key tile is decoded
 // into the task's float32 tile, so the result is that of float32 K and V equal to decode_kv's.
@@ -32,17 +47,19 @@ namespace cpu {
 // of keys, with an online softmax, so extra memory is O(tile) per thread. Fully masked key tiles
 // are skipped. OpenMP threads share (kv head, query tile) tasks; a short query (decoding, Phase 2)
 // instead gives each task every kv head and a slice of the keys, so threads stream disjoint parts
-// of the cache, and the slices are merged with merge_partials.
+// of the cache, and the slices are merged with merge_partials. `skip` turns on Skip Softmax (see
+// SkipSoftmax; attention_tiling for its tiles and vote groups); without it the result is the dense one.
 void attention_forward(const float* q, int64_t nq, KvRows k, KvRows v, int64_t nk, int64_t n_heads,
                        int64_t n_kv_heads, int64_t head_dim, float scale, const AttentionMask& mask,
-                       float* out, float* lse);
+                       float* out, float* lse, const SkipSoftmax& skip = {});
 
 // Float32 K and V.
 inline void attention_forward(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
                               int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale,
-                              const AttentionMask& mask, float* out, float* lse) {
+                              const AttentionMask& mask, float* out, float* lse,
+                              const SkipSoftmax& skip = {}) {
   attention_forward(q, nq, KvRows::f32(k), KvRows::f32(v), nk, n_heads, n_kv_heads, head_dim, scale, mask,
-                    out, lse);
+                    out, lse, skip);
 }
 
 }  // namespace cpu

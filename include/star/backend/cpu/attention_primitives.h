@@ -22,7 +22,8 @@ struct AttentionPrimitives {
   static Status store(Cache& cache, int64_t layer, int64_t first, const float* k, const float* v, int64_t n,
                       Context);
   static Status attend(const AttentionShape& shape, const float* q, int64_t n, const Cache& cache, int64_t layer,
-                       int64_t first, int64_t rows, const AttentionMask& mask, float* out, float* lse, Context);
+                       int64_t first, int64_t rows, const AttentionMask& mask, float* out, float* lse,
+                       const SkipSoftmax& skip, Context);
   static Status merge(const float* outs, const float* lses, int64_t partials, int64_t n, const AttentionShape& shape,
                       float* out, float* lse, Context);
   static Status merge_packed(const float* packed, int64_t partials, int64_t n, const AttentionShape& shape,

@@ -25,12 +25,16 @@ namespace star::cuda {
 // multiprocessors idle (decoding, short queries over a long shard), the key range is split too and
 // the pieces merged with merge_partials, in scratch from the device's default stream-ordered
 // memory pool (whose release threshold this sets to keep freed memory for the next call).
+//
+// Skip Softmax (`skip`, as in cpu::attention_forward): the vote group is the block's 16 rows and the
+// tile its 32 keys; a skipped tile reads no V. Counting tiles waits for the stream.
 Status attention_forward(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
                          int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale,
-                         const AttentionMask& mask, float* out, float* lse, cudaStream_t stream);
+                         const AttentionMask& mask, float* out, float* lse, cudaStream_t stream,
+                         const SkipSoftmax& skip = {});
 Status attention_forward(const float* q, int64_t nq, const __nv_bfloat16* k,
                          const __nv_bfloat16* v, int64_t nk, int64_t n_heads, int64_t n_kv_heads,
                          int64_t head_dim, float scale, const AttentionMask& mask, float* out,
-                         float* lse, cudaStream_t stream);
+                         float* lse, cudaStream_t stream, const SkipSoftmax& skip = {});
 
 }  // namespace star::cuda

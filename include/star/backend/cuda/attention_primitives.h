@@ -27,7 +27,7 @@ struct AttentionPrimitives {
                       Context stream);
   static Status attend(const AttentionShape& shape, const float* q, int64_t n, const Cache& cache, int64_t layer,
                        int64_t first, int64_t rows, const AttentionMask& mask, float* out, float* lse,
-                       Context stream);
+                       const SkipSoftmax& skip, Context stream);
   static Status merge(const float* outs, const float* lses, int64_t partials, int64_t n, const AttentionShape& shape,
                       float* out, float* lse, Context stream);
   static Status merge_packed(const float* packed, int64_t partials, int64_t n, const AttentionShape& shape,

@@ -29,7 +29,7 @@ class DeviceCausalAttention final : public DeviceLayerAttention {
   Status begin(int64_t n_new, cudaStream_t stream) override { return situation_.begin(n_new, stream); }
   Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out,
                 cudaStream_t stream) override {
-    return situation_.attend(layer, q, k, v, n, out, stream);
+    return situation_.attend(layer, q, k, v, n, out, skip_softmax(), stream);
   }
 
  private:
@@ -45,7 +45,7 @@ class DevicePrefixedBlockAttention final : public DeviceLayerAttention {
   Status begin(int64_t n_new, cudaStream_t stream) override { return situation_.begin(n_new, stream); }
   Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out,
                 cudaStream_t stream) override {
-    return situation_.attend(layer, q, k, v, n, out, stream);
+    return situation_.attend(layer, q, k, v, n, out, skip_softmax(), stream);
   }
 
  private:
@@ -64,7 +64,7 @@ class DeviceShardedQueryAttention final : public DeviceLayerAttention {
   Status begin(int64_t n_new, cudaStream_t stream) override { return situation_.begin(n_new, stream); }
   Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out,
                 cudaStream_t stream) override {
-    return situation_.attend(layer, q, k, v, n, out, stream);
+    return situation_.attend(layer, q, k, v, n, out, skip_softmax(), stream);
   }
 
   // Floats this rank sent in all-gathers so far (Hq·(d+1) per layer and token).
