@@ -3,6 +3,7 @@
 // with the unrounded activations within the bound the activation rounding implies.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -15,7 +16,10 @@
 namespace star {
 namespace {
 
-const DType kRowDotTypes[] = {DType::kQ4_0, DType::kQ8_0, DType::kQ6_K, DType::kF16, DType::kBF16};
+const DType kRowDotTypes[] = {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kF16, DType::kBF16};
+
+// Q4_K and Q5_K weights are d·scale·q − dmin·min: the kernels sum the two parts separately.
+bool has_mins(DType type) { return type == DType::kQ4_K || type == DType::kQ5_K; }
 
 std::vector<int64_t> row_lengths(DType type) {
   if (dtype_block_elements(type) == quant::kSuperBlock) return {256, 512, 2048, 4352};
@@ -26,7 +30,21 @@ std::vector<int64_t> row_lengths(DType type) {
 struct Row {
   std::vector<std::byte> weight, activation;
   std::vector<float> w_hat, x, x_hat;  // dequantized weight, activation, activation as rounded
+  std::vector<float> offset;           // −dmin·min of each weight (Q4_K, Q5_K), else 0
 };
+
+// Every code of a Q4_K / Q5_K block lies past its 16 bytes of d, dmin and scales: the block with
+// those bytes zeroed dequantizes to its offsets 0·scale − dmin·min.
+std::vector<float> offsets(DType type, std::vector<std::byte> weight, int64_t k) {
+  std::vector<float> out(static_cast<size_t>(k), 0.f);
+  if (!has_mins(type)) return out;
+  for (size_t at = 0; at < weight.size(); at += dtype_block_bytes(type)) {
+    std::fill(weight.begin() + static_cast<std::ptrdiff_t>(at + 16),
+              weight.begin() + static_cast<std::ptrdiff_t>(at + dtype_block_bytes(type)), std::byte{0});
+  }
+  quant::dequantize_rows(type, weight.data(), 1, k, out.data());
+  return out;
+}
 
 Row random_row(DType type, const cpu::DotKernel& kernel, int64_t k, std::mt19937& rng) {
   Row r;
@@ -38,21 +56,27 @@ Row random_row(DType type, const cpu::DotKernel& kernel, int64_t k, std::mt19937
   cpu::quantize_activation_row(kernel.activation_type, r.x.data(), k, r.activation.data());
   r.x_hat.resize(static_cast<size_t>(k));
   quant::dequantize_rows(kernel.activation_type, r.activation.data(), 1, k, r.x_hat.data());
+  r.offset = offsets(type, r.weight, k);
   return r;
 }
 
-// Σ|ŵ_j x̂_j|: what float rounding of the kernels' sums scales with.
+// Σ(|ŵ_j − o_j| + |o_j|)·|x̂_j| (o the offsets; Σ|ŵ_j x̂_j| where there are none): what float
+// rounding of the kernels' sums scales with.
 double magnitude(const Row& r) {
   double m = 0;
-  for (size_t j = 0; j < r.x.size(); ++j) m += std::fabs(static_cast<double>(r.w_hat[j]) * r.x_hat[j]);
+  for (size_t j = 0; j < r.x.size(); ++j) {
+    const double o = r.offset[j];
+    m += (std::fabs(r.w_hat[j] - o) + std::fabs(o)) * std::fabs(static_cast<double>(r.x_hat[j]));
+  }
   return m;
 }
 
 // Float additions in a kernel's sum: one per 32-element activation block (the integer block sums
-// are exact) or one per element, plus a few for the scale products and the final horizontal sum.
-// Each can be off by 2^-24 of the running magnitude.
+// are exact; two with the mins) or one per element, plus a few for the scale products and the
+// final horizontal sum. Each can be off by 2^-24 of the running magnitude.
 double float_rounding(DType type, int64_t k, const Row& r) {
-  const double terms = static_cast<double>(dtype_is_quantized(type) ? k / quant::kLegacyBlock : k) + 8;
+  const double blocks = static_cast<double>(k / quant::kLegacyBlock) * (has_mins(type) ? 2 : 1);
+  const double terms = (dtype_is_quantized(type) ? blocks : static_cast<double>(k)) + 8;
   return terms * std::ldexp(1.0, -24) * magnitude(r);
 }
 
@@ -142,7 +166,7 @@ TEST(RowDot, Q8_0ActivationsAreGgmlsRounding) {
 }
 
 TEST(RowDot, OnlyTheListedTypesHaveKernels) {
-  for (DType type : {DType::kF32, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K, DType::kQ5_K}) {
+  for (DType type : {DType::kF32, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1}) {
     EXPECT_EQ(cpu::find_dot_kernel(type, cpu::Isa::kScalar), nullptr) << dtype_name(type);
   }
 }

@@ -4,6 +4,8 @@
 //   weight        activations   arithmetic
 //   Q4_0, Q8_0    Q8_0 blocks   int8 products summed exactly per block, then d_w·d_x·Σ in float
 //   Q6_K          Q8_0 blocks   the same, with Q6_K's 16-element sub-block scales inside the sum
+//   Q4_K, Q5_K    Q8_0 blocks   per 32-element sub-block Σ q·a and Σ a exact, then
+//                               d·scale·d_x·Σ q·a − dmin·min·d_x·Σ a in float
 //   F16           float32       F16C widening + FMA
 //   BF16          BF16          bf16 pair products (vdpbf16ps), float sums
 //

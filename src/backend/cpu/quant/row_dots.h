@@ -28,4 +28,12 @@ float f16_f32_avx512(const std::byte* w, const std::byte* x, int64_t k);
 float bf16_bf16_avx512(const std::byte* w, const std::byte* x, int64_t k);
 float q6_k_q8_0_avx512(const std::byte* w, const std::byte* x, int64_t k);
 
+// Q4_K and Q5_K against Q8_0 activations (dot_k_*.cpp): scalar, AVX2, AVX-512 VNNI.
+float q4_k_q8_0_scalar(const std::byte* w, const std::byte* x, int64_t k);
+float q5_k_q8_0_scalar(const std::byte* w, const std::byte* x, int64_t k);
+float q4_k_q8_0_avx2(const std::byte* w, const std::byte* x, int64_t k);
+float q5_k_q8_0_avx2(const std::byte* w, const std::byte* x, int64_t k);
+float q4_k_q8_0_avx512(const std::byte* w, const std::byte* x, int64_t k);
+float q5_k_q8_0_avx512(const std::byte* w, const std::byte* x, int64_t k);
+
 }  // namespace star::cpu::row_dots
