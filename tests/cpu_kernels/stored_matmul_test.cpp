@@ -78,30 +78,48 @@ TEST(StoredMatmul, FewRowsEqualTheScalarRowDot) {
   }
 }
 
+std::vector<float> rounded_to_bf16(const std::vector<float>& v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = bf16_to_f32(f32_to_bf16(v[i]));
+  return out;
+}
+
+// Past kRowDotMaxRows, on a CPU with AVX512-BF16, the product multiplies x and ŵ rounded to bf16
+// (oneDNN) and sums in float32: sgemm of the rounded operands up to re-association. With the ISA
+// capped at AVX2, and for few rows of the types without a row-dot kernel, sgemm of x and ŵ.
 TEST(StoredMatmul, ManyRowsAndOtherTypesEqualSgemmOfTheDequantizedWeight) {
   std::mt19937 rng(22);
-  // k = 4096 gives 512-row tiles of 8 MiB: m = 600 takes a whole tile and a partial one.
-  const int64_t m = 600, k = 4096;
-  for (DType type : kAllStoredTypes) {
-    const Case c = random_case(type, m, k, rng);
-    std::vector<int64_t> row_counts = {cpu::kRowDotMaxRows + 1, 19};
-    // Few rows of a type without a row-dot kernel: rows widened in L1, float32 dots.
-    if (cpu::find_dot_kernel(type, cpu::Isa::kScalar) == nullptr) row_counts.insert(row_counts.end(), {1, 3});
-    for (int64_t n : row_counts) {
-      for (bool accumulate : {false, true}) {
-        const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);
-        const auto y0 = testing::random_tensor(static_cast<size_t>(n * m), rng);
-        std::vector<float> y = y0, want = y0;
-        cpu::matmul(x.data(), n, c.w, y.data(), accumulate);
-        cpu::matmul_nt(x.data(), n, k, c.w_hat.data(), m, want.data(), accumulate);
-        const auto mag = magnitudes(x, n, c, m, k);
-        for (size_t e = 0; e < y.size(); ++e) {
-          ASSERT_NEAR(y[e], want[e], 1e-6 * (mag[e] + std::fabs(y0[e])) + 1e-7)
-              << dtype_name(type) << " n=" << n << " element " << e;
+  // k = 4096 gives 512-row float32 tiles of 8 MiB (1024-row bf16 ones): m = 1100 takes whole
+  // tiles and a partial one on either path.
+  const int64_t m = 1100, k = 4096;
+  for (cpu::Isa isa : {cpu::Isa::kAvx2, cpu::Isa::kAvx512}) {
+    cpu::limit_isa(isa);
+    const bool bf16_products = cpu::best_isa() == cpu::Isa::kAvx512;
+    for (DType type : kAllStoredTypes) {
+      const Case c = random_case(type, m, k, rng);
+      const std::vector<float> w_bf16 = rounded_to_bf16(c.w_hat);
+      std::vector<int64_t> row_counts = {cpu::kRowDotMaxRows + 1, 19};
+      // Few rows of a type without a row-dot kernel: rows widened in L1, float32 dots.
+      if (cpu::find_dot_kernel(type, cpu::Isa::kScalar) == nullptr) row_counts.insert(row_counts.end(), {1, 3});
+      for (int64_t n : row_counts) {
+        const bool rounded = bf16_products && n > cpu::kRowDotMaxRows;
+        for (bool accumulate : {false, true}) {
+          const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);
+          const auto y0 = testing::random_tensor(static_cast<size_t>(n * m), rng);
+          std::vector<float> y = y0, want = y0;
+          cpu::matmul(x.data(), n, c.w, y.data(), accumulate);
+          cpu::matmul_nt(rounded ? rounded_to_bf16(x).data() : x.data(), n, k,
+                         rounded ? w_bf16.data() : c.w_hat.data(), m, want.data(), accumulate);
+          const auto mag = magnitudes(x, n, c, m, k);
+          for (size_t e = 0; e < y.size(); ++e) {
+            ASSERT_NEAR(y[e], want[e], 1e-6 * (mag[e] + std::fabs(y0[e])) + 1e-7)
+                << dtype_name(type) << " " << cpu::isa_name(isa) << " n=" << n << " element " << e;
+          }
         }
       }
     }
   }
+  cpu::limit_isa(cpu::Isa::kAvx512);
 }
 
 // The output projection's product: at every row count, the types with row-dot kernels included,

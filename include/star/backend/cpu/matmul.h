@@ -9,8 +9,10 @@ namespace star::cpu {
 
 // Up to this many activation rows a product reads each weight row once, in its stored form: the
 // row-dot kernels of star/backend/cpu/dot_kernels.h where the type has one, else the row widened
-// in L1 and dotted in float32. Past it, tiles of the weight are widened to float32 and multiplied
-// with sgemm, where the arithmetic, not the weight bytes, is the cost.
+// in L1 and dotted in float32. Past it, where the arithmetic, not the weight bytes, is the cost:
+// on CPUs with AVX512-BF16, activations and weights rounded to bf16 (BF16 weights as stored, the
+// others widened tile by tile) and multiplied by oneDNN; elsewhere, or with best_isa() capped below
+// AVX-512, tiles widened to float32 and multiplied with sgemm.
 inline constexpr int64_t kRowDotMaxRows = 8;
 
 // y[n, m] = x[n, k] · w[m, k]^T, or y += ... when `accumulate`, where w is [m, k] of any DType.
