@@ -101,7 +101,6 @@ void matmul_widened_tiles(const float* x, int64_t n, const WeightTensor& w, floa
   }
 }
 
-
 // Many activation rows on a CPU that multiplies bf16 pairs (bf16_gemm.h), at about twice sgemm's
 // rate: the activations are rounded to bf16 once; BF16 weights are multiplied in place, the other
 // types widened to bf16 a tile at a time. Rounding x and ŵ to bf16 moves each product by at most
@@ -136,6 +135,7 @@ int64_t matmul_bf16_tiles(const float* x, int64_t n, const WeightTensor& w, floa
   }
   return m;
 }
+
 }  // namespace
 
 void dequantize_weight_rows(const WeightTensor& w, int64_t first, int64_t count, float* out) {
