@@ -3,7 +3,9 @@
 // with the unrounded activations within the bound the activation rounding implies.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "cpu_kernels/attention_reference.h"
@@ -37,7 +39,7 @@ Row random_row(DType type, const cpu::DotKernel& kernel, int64_t k, std::mt19937
   r.activation.resize(cpu::activation_row_bytes(kernel.activation_type, k));
   cpu::quantize_activation_row(kernel.activation_type, r.x.data(), k, r.activation.data());
   r.x_hat.resize(static_cast<size_t>(k));
-  quant::dequantize_rows(kernel.activation_type, r.activation.data(), 1, k, r.x_hat.data());
+  cpu::dequantize_activation_row(kernel.activation_type, r.activation.data(), k, r.x_hat.data());
   return r;
 }
 
@@ -62,9 +64,9 @@ double float_rounding(DType type, int64_t k, const Row& r) {
 //         the dot by at most that times Σ_{j in block} |ŵ_j|.
 //   BF16: round to nearest with 8 significant bits: |x_j − x̂_j| <= 2^-8 |x_j|.
 //   F32 (F16 weights): no rounding.
-double activation_bound(DType activation_type, const Row& r) {
+double activation_bound(cpu::ActivationType activation_type, const Row& r) {
   double bound = 0;
-  if (activation_type == DType::kQ8_0) {
+  if (activation_type == cpu::ActivationType::kQ8_0) {
     for (size_t b = 0; b < r.x.size(); b += quant::kLegacyBlock) {
       double amax = 0, w_abs = 0;
       for (size_t j = b; j < b + quant::kLegacyBlock; ++j) {
@@ -73,7 +75,7 @@ double activation_bound(DType activation_type, const Row& r) {
       }
       bound += (0.5 + 127 * std::ldexp(1.0, -11)) * (amax / 127) * w_abs;
     }
-  } else if (activation_type == DType::kBF16) {
+  } else if (activation_type == cpu::ActivationType::kBF16) {
     for (size_t j = 0; j < r.x.size(); ++j) bound += std::ldexp(1.0, -8) * std::fabs(static_cast<double>(r.w_hat[j]) * r.x[j]);
   }
   return bound;
@@ -129,8 +131,8 @@ TEST(RowDot, Q8_0ActivationsAreGgmlsRounding) {
   x[1] = -0.5f / 127;   // exactly half a step: rounds away from zero to -1
   x[2] = 63.5f / 127;   // 63.5 steps (not exact in float; within a step of 64)
   x[3] = -1.f;
-  std::vector<std::byte> row(cpu::activation_row_bytes(DType::kQ8_0, 32));
-  cpu::quantize_activation_row(DType::kQ8_0, x.data(), 32, row.data());
+  std::vector<std::byte> row(cpu::activation_row_bytes(cpu::ActivationType::kQ8_0, 32));
+  cpu::quantize_activation_row(cpu::ActivationType::kQ8_0, x.data(), 32, row.data());
   quant::BlockQ8_0 block;
   std::memcpy(&block, row.data(), sizeof block);
   EXPECT_EQ(block.d, f32_to_f16(1.f / 127));
@@ -139,6 +141,38 @@ TEST(RowDot, Q8_0ActivationsAreGgmlsRounding) {
   EXPECT_NEAR(block.qs[2], 64, 1);
   EXPECT_EQ(block.qs[3], -127);
   EXPECT_EQ(block.qs[4], 0);
+}
+
+TEST(RowDot, Q8_1ActivationsAreQ8_0PlusTheScaledSum) {
+  std::mt19937 rng(13);
+  const int64_t k = 96;
+  auto x = testing::random_tensor(static_cast<size_t>(k), rng);
+  std::fill(x.begin() + 64, x.end(), 0.f);  // an all-zero block: d = 0, q = 0, s = 0
+  std::vector<std::byte> q8_0(cpu::activation_row_bytes(cpu::ActivationType::kQ8_0, k));
+  std::vector<std::byte> q8_1(cpu::activation_row_bytes(cpu::ActivationType::kQ8_1, k));
+  ASSERT_EQ(q8_1.size(), 3 * sizeof(quant::BlockQ8_1));
+  cpu::quantize_activation_row(cpu::ActivationType::kQ8_0, x.data(), k, q8_0.data());
+  cpu::quantize_activation_row(cpu::ActivationType::kQ8_1, x.data(), k, q8_1.data());
+  for (int64_t b = 0; b < 3; ++b) {
+    quant::BlockQ8_0 want;
+    quant::BlockQ8_1 got;
+    std::memcpy(&want, q8_0.data() + b * sizeof want, sizeof want);
+    std::memcpy(&got, q8_1.data() + b * sizeof got, sizeof got);
+    EXPECT_EQ(got.d, want.d) << b;
+    int32_t sum = 0;
+    for (int64_t j = 0; j < 32; ++j) {
+      EXPECT_EQ(got.qs[j], want.qs[j]) << b << " " << j;
+      sum += got.qs[j];
+    }
+    float amax = 0.f;
+    for (int64_t j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[b * 32 + j]));
+    EXPECT_EQ(got.s, f32_to_f16(static_cast<float>(sum) * (amax / 127.f))) << b;
+  }
+  std::vector<float> x_hat(static_cast<size_t>(k));
+  cpu::dequantize_activation_row(cpu::ActivationType::kQ8_1, q8_1.data(), k, x_hat.data());
+  std::vector<float> want_hat(static_cast<size_t>(k));
+  quant::dequantize_rows(DType::kQ8_0, q8_0.data(), 1, k, want_hat.data());
+  EXPECT_EQ(x_hat, want_hat);
 }
 
 TEST(RowDot, OnlyTheListedTypesHaveKernels) {
