@@ -17,7 +17,8 @@
 namespace star {
 namespace {
 
-const DType kRowDotTypes[] = {DType::kQ4_0, DType::kQ8_0, DType::kQ6_K, DType::kF16, DType::kBF16};
+const DType kRowDotTypes[] = {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
+                              DType::kQ8_0, DType::kQ6_K, DType::kF16,  DType::kBF16};
 
 std::vector<int64_t> row_lengths(DType type) {
   if (dtype_block_elements(type) == quant::kSuperBlock) return {256, 512, 2048, 4352};
@@ -28,13 +29,27 @@ std::vector<int64_t> row_lengths(DType type) {
 struct Row {
   std::vector<std::byte> weight, activation;
   std::vector<float> w_hat, x, x_hat;  // dequantized weight, activation, activation as rounded
+  std::vector<float> offsets;          // per 32-element block: Q4_1's / Q5_1's m, else 0
 };
+
+// The m of each block of an offset type (it follows d at the start of Q4_1 and Q5_1 blocks).
+std::vector<float> block_offsets(DType type, const std::vector<std::byte>& weight, int64_t k) {
+  std::vector<float> m(static_cast<size_t>(k / quant::kLegacyBlock), 0.f);
+  if (type != DType::kQ4_1 && type != DType::kQ5_1) return m;
+  for (size_t b = 0; b < m.size(); ++b) {
+    uint16_t bits;
+    std::memcpy(&bits, weight.data() + b * dtype_block_bytes(type) + 2, 2);
+    m[b] = f16_to_f32(bits);
+  }
+  return m;
+}
 
 Row random_row(DType type, const cpu::DotKernel& kernel, int64_t k, std::mt19937& rng) {
   Row r;
   r.weight = testing::random_weight_rows(type, 1, k, rng);
   r.w_hat.resize(static_cast<size_t>(k));
   quant::dequantize_rows(type, r.weight.data(), 1, k, r.w_hat.data());
+  r.offsets = block_offsets(type, r.weight, k);
   r.x = testing::random_tensor(static_cast<size_t>(k), rng);
   r.activation.resize(cpu::activation_row_bytes(kernel.activation_type, k));
   cpu::quantize_activation_row(kernel.activation_type, r.x.data(), k, r.activation.data());
@@ -43,18 +58,22 @@ Row random_row(DType type, const cpu::DotKernel& kernel, int64_t k, std::mt19937
   return r;
 }
 
-// Σ|ŵ_j x̂_j|: what float rounding of the kernels' sums scales with.
+// Σ (|ŵ_j| + 2|m_j|)·|x̂_j|: what float rounding of the kernels' sums scales with. An offset type
+// sums d·q·x̂ and m·x̂ apart, each below (|ŵ| + |m|)·|x̂| (since d·q = ŵ − m), whatever cancels.
 double magnitude(const Row& r) {
   double m = 0;
-  for (size_t j = 0; j < r.x.size(); ++j) m += std::fabs(static_cast<double>(r.w_hat[j]) * r.x_hat[j]);
+  for (size_t j = 0; j < r.x.size(); ++j) {
+    const double offset = r.offsets.empty() ? 0.0 : std::fabs(r.offsets[j / quant::kLegacyBlock]);
+    m += (std::fabs(static_cast<double>(r.w_hat[j])) + 2 * offset) * std::fabs(r.x_hat[j]);
+  }
   return m;
 }
 
 // Float additions in a kernel's sum: one per 32-element activation block (the integer block sums
-// are exact) or one per element, plus a few for the scale products and the final horizontal sum.
-// Each can be off by 2^-24 of the running magnitude.
+// are exact; two with an offset) or one per element, plus a few for the scale products and the
+// final horizontal sum. Each can be off by 2^-24 of the running magnitude.
 double float_rounding(DType type, int64_t k, const Row& r) {
-  const double terms = static_cast<double>(dtype_is_quantized(type) ? k / quant::kLegacyBlock : k) + 8;
+  const double terms = static_cast<double>(dtype_is_quantized(type) ? 2 * k / quant::kLegacyBlock : k) + 8;
   return terms * std::ldexp(1.0, -24) * magnitude(r);
 }
 
@@ -63,10 +82,27 @@ double float_rounding(DType type, int64_t k, const Row& r) {
 //         |x_j − d16·q_j| <= |x_j − d·q_j| + |q_j|·|d − d16| <= d/2 + 127·2^-11·d; the block moves
 //         the dot by at most that times Σ_{j in block} |ŵ_j|.
 //   BF16: round to nearest with 8 significant bits: |x_j − x̂_j| <= 2^-8 |x_j|.
+//   Q8_1: as Q8_0 for x̂; the offset's product m·s replaces m·Σx̂ = m·d16·Σq, and s = f16(d·Σq)
+//         (d·Σq itself a float product) misses d16·Σq by at most
+//         |f16(v) − v| + |Σq|·|d − d16| <= (2^-11 + 2^-24)·d·|Σq| + 2^-25 + |Σq|·(2^-11·d + 2^-25)
+//         (half an f16 step: 2^-11 relative, 2^-25 absolute among the subnormals).
 //   F32 (F16 weights): no rounding.
 double activation_bound(cpu::ActivationType activation_type, const Row& r) {
   double bound = 0;
-  if (activation_type == cpu::ActivationType::kQ8_0) {
+  if (activation_type == cpu::ActivationType::kQ8_1) {
+    for (size_t b = 0; b < r.x.size(); b += quant::kLegacyBlock) {
+      double amax = 0, sum_q = 0;
+      for (size_t j = b; j < b + quant::kLegacyBlock; ++j) amax = std::max(amax, std::fabs(static_cast<double>(r.x[j])));
+      const double d = amax / 127;
+      quant::BlockQ8_1 block;
+      std::memcpy(&block, r.activation.data() + b / quant::kLegacyBlock * sizeof block, sizeof block);
+      for (int8_t q : block.qs) sum_q += q;
+      const double s_error = (std::ldexp(1.0, -10) + std::ldexp(1.0, -24)) * d * std::fabs(sum_q) +
+                             std::ldexp(1.0, -25) * (1 + std::fabs(sum_q));
+      bound += std::fabs(r.offsets[b / quant::kLegacyBlock]) * s_error;
+    }
+  }
+  if (activation_type == cpu::ActivationType::kQ8_0 || activation_type == cpu::ActivationType::kQ8_1) {
     for (size_t b = 0; b < r.x.size(); b += quant::kLegacyBlock) {
       double amax = 0, w_abs = 0;
       for (size_t j = b; j < b + quant::kLegacyBlock; ++j) {
@@ -176,7 +212,7 @@ TEST(RowDot, Q8_1ActivationsAreQ8_0PlusTheScaledSum) {
 }
 
 TEST(RowDot, OnlyTheListedTypesHaveKernels) {
-  for (DType type : {DType::kF32, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K, DType::kQ5_K}) {
+  for (DType type : {DType::kF32, DType::kQ4_K, DType::kQ5_K}) {
     EXPECT_EQ(cpu::find_dot_kernel(type, cpu::Isa::kScalar), nullptr) << dtype_name(type);
   }
 }

@@ -49,7 +49,8 @@ std::vector<double> magnitudes(const std::vector<float>& x, int64_t n, const Cas
 TEST(StoredMatmul, FewRowsEqualTheScalarRowDot) {
   std::mt19937 rng(21);
   const int64_t m = 70, k = 256;
-  for (DType type : {DType::kQ4_0, DType::kQ8_0, DType::kQ6_K, DType::kF16, DType::kBF16}) {
+  for (DType type : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ6_K,
+                     DType::kF16, DType::kBF16}) {
     const cpu::DotKernel* scalar = cpu::find_dot_kernel(type, cpu::Isa::kScalar);
     ASSERT_NE(scalar, nullptr);
     const Case c = random_case(type, m, k, rng);

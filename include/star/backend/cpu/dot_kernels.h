@@ -10,7 +10,7 @@
 //   BF16          BF16          bf16 pair products (vdpbf16ps), float sums
 //
 // Every kernel has a plain scalar version, the reference the vector ones are tested against.
-// The other block types have no row-dot kernel: matmul widens their rows to float32.
+// The other block types (Q4_K, Q5_K) have no row-dot kernel: matmul widens their rows to float32.
 #pragma once
 
 #include <cstddef>
