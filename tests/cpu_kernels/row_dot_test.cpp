@@ -211,6 +211,38 @@ TEST(RowDot, Q8_1ActivationsAreQ8_0PlusTheScaledSum) {
   EXPECT_EQ(x_hat, want_hat);
 }
 
+// Kernels with float32 activations round only their float sums: k products and k/32 block
+// scalings in the scalar kernel, another k re-associated in a vector one.
+TEST(RowDot, FloatActivationKernelsEqualTheFloat64DotUpToFloatRounding) {
+  std::mt19937 rng(14);
+  int vector_checked = 0;
+  for (DType type : {DType::kQ8_0, DType::kF16}) {
+    const cpu::DotKernel* scalar = cpu::find_float_dot_kernel(type, cpu::Isa::kScalar);
+    ASSERT_NE(scalar, nullptr) << dtype_name(type);
+    ASSERT_EQ(scalar->activation_type, cpu::ActivationType::kF32);
+    for (int64_t k : row_lengths(type)) {
+      for (int trial = 0; trial < 8; ++trial) {
+        const Row r = random_row(type, *scalar, k, rng);
+        ASSERT_EQ(r.x_hat, r.x);
+        double exact = 0;
+        for (size_t j = 0; j < r.x.size(); ++j) exact += static_cast<double>(r.w_hat[j]) * r.x[j];
+        const double rounding = (static_cast<double>(k) + k / 32 + 8) * std::ldexp(1.0, -24) * magnitude(r);
+        const float want = scalar->dot(r.weight.data(), r.activation.data(), k);
+        ASSERT_LE(std::fabs(want - exact), rounding) << dtype_name(type) << " k=" << k;
+        for (cpu::Isa isa : {cpu::Isa::kAvx2, cpu::Isa::kAvx512}) {
+          const cpu::DotKernel* fast = cpu::find_float_dot_kernel(type, isa);
+          if (fast == nullptr) continue;  // this CPU lacks the instruction set
+          const float got = fast->dot(r.weight.data(), r.activation.data(), k);
+          ASSERT_LE(std::fabs(static_cast<double>(got) - want), 2 * rounding) << dtype_name(type) << " " << cpu::isa_name(isa) << " k=" << k;
+          ++vector_checked;
+        }
+      }
+    }
+  }
+  if (cpu::best_isa() != cpu::Isa::kScalar) EXPECT_GT(vector_checked, 0);
+  EXPECT_EQ(cpu::find_float_dot_kernel(DType::kQ4_0, cpu::Isa::kScalar), nullptr);
+}
+
 TEST(RowDot, OnlyTheListedTypesHaveKernels) {
   for (DType type : {DType::kF32, DType::kQ4_K, DType::kQ5_K}) {
     EXPECT_EQ(cpu::find_dot_kernel(type, cpu::Isa::kScalar), nullptr) << dtype_name(type);

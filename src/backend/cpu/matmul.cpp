@@ -139,7 +139,11 @@ void matmul_float_activations(const float* x, int64_t n, const WeightTensor& w, 
   if (w.dtype == DType::kF32 || n == 0 || w.rows() == 0 || w.cols() == 0) {
     matmul(x, n, w, y);
   } else if (n <= kRowDotMaxRows) {
-    matmul_widened_rows(x, n, w, y, /*accumulate=*/false);
+    if (const DotKernel* kernel = find_float_dot_kernel(w.dtype, best_isa())) {
+      matmul_row_dots(x, n, w, *kernel, y, /*accumulate=*/false);
+    } else {
+      matmul_widened_rows(x, n, w, y, /*accumulate=*/false);
+    }
   } else {
     matmul_widened_tiles(x, n, w, y, /*accumulate=*/false);
   }

@@ -54,6 +54,11 @@ struct DotKernel {
 // kernel, or the CPU lacks `isa`).
 const DotKernel* find_dot_kernel(DType weight_type, Isa isa);
 
+// A kernel for `weight_type` whose activations stay float32 (activation_type kF32), or nullptr:
+// Q8_0 (int8 codes widened to float, one scale a block) and F16. For products where rounding the
+// activations costs accuracy (the output projection).
+const DotKernel* find_float_dot_kernel(DType weight_type, Isa isa);
+
 // Bytes of one activation row of k elements (k a multiple of 32 for the int8 forms).
 size_t activation_row_bytes(ActivationType type, int64_t k);
 // x[k] -> one activation row. Q8_0 and Q8_1 as ggml's quantize_row_q8_0_ref / q8_1_ref (q rounds

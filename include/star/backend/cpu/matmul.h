@@ -18,7 +18,8 @@ inline constexpr int64_t kRowDotMaxRows = 8;
 void matmul(const float* x, int64_t n, const WeightTensor& w, float* y, bool accumulate = false);
 
 // matmul (not accumulating) with x kept in float32 whatever w's type: never a row-dot kernel that
-// rounds the activations (to Q8_0 or BF16). For the output projection, where that rounding flips
+// rounds the activations (to Q8_0 or BF16); few rows of Q8_0 and F16 take the float-activation
+// kernels (find_float_dot_kernel), the other types widened rows. For the output projection, where that rounding flips
 // the top token: SmolLM2's tied Q8_0 embedding with Q8_0 activations agrees with float32
 // transformers on the top token at 98.2% of positions, against float32 on every other product.
 void matmul_float_activations(const float* x, int64_t n, const WeightTensor& w, float* y);

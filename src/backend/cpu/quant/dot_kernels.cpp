@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <span>
 
 #include "row_dots.h"
 
@@ -48,6 +49,18 @@ const KernelRow kKernels[] = {
       {ActivationType::kBF16, row_dots::bf16_bf16_avx512}}},
 };
 
+// Kernels that keep the activations in float32 (find_float_dot_kernel).
+const KernelRow kFloatKernels[] = {
+    {DType::kQ8_0,
+     {{ActivationType::kF32, row_dots::q8_0_f32_scalar},
+      {ActivationType::kF32, row_dots::q8_0_f32_avx2},
+      {ActivationType::kF32, row_dots::q8_0_f32_avx512}}},
+    {DType::kF16,
+     {{ActivationType::kF32, row_dots::f16_f32_scalar},
+      {ActivationType::kF32, row_dots::f16_f32_avx2},
+      {ActivationType::kF32, row_dots::f16_f32_avx512}}},
+};
+
 Isa detect_isa() {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -68,6 +81,14 @@ Isa detected_isa() {
 
 std::atomic<Isa> isa_limit{Isa::kAvx512};
 
+const DotKernel* find_in(std::span<const KernelRow> table, DType weight_type, Isa isa) {
+  if (static_cast<int>(isa) > static_cast<int>(detected_isa())) return nullptr;
+  for (const KernelRow& row : table) {
+    if (row.weight_type == weight_type) return &row.by_isa[static_cast<int>(isa)];
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 const char* isa_name(Isa isa) {
@@ -85,12 +106,10 @@ Isa best_isa() {
 
 void limit_isa(Isa isa) { isa_limit.store(isa, std::memory_order_relaxed); }
 
-const DotKernel* find_dot_kernel(DType weight_type, Isa isa) {
-  if (static_cast<int>(isa) > static_cast<int>(detected_isa())) return nullptr;
-  for (const KernelRow& row : kKernels) {
-    if (row.weight_type == weight_type) return &row.by_isa[static_cast<int>(isa)];
-  }
-  return nullptr;
+const DotKernel* find_dot_kernel(DType weight_type, Isa isa) { return find_in(kKernels, weight_type, isa); }
+
+const DotKernel* find_float_dot_kernel(DType weight_type, Isa isa) {
+  return find_in(kFloatKernels, weight_type, isa);
 }
 
 }  // namespace star::cpu
