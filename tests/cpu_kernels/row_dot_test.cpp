@@ -179,6 +179,22 @@ TEST(RowDot, Q8_0ActivationsAreGgmlsRounding) {
   EXPECT_EQ(block.qs[4], 0);
 }
 
+// The writers' quantize_rows is ggml's quantize_row_q8_0_ref byte for byte: a peer to hold the
+// activation rounding to, on random blocks and on blocks of exact half steps (k + 0.5 times d).
+TEST(RowDot, Q8_0ActivationsEqualTheWritersQuantizer) {
+  std::mt19937 rng(15);
+  const int64_t k = 4096;
+  auto x = testing::random_tensor(static_cast<size_t>(k), rng);
+  for (int64_t j = 0; j < 1024; ++j) {
+    const float d = 1.f / 128;  // a power of two: x / d is exact
+    x[j] = j % 32 == 0 ? 127 * d : (static_cast<float>(j % 254) - 127.f + 0.5f) * d;  // |x| < 127·d
+    if (j % 64 >= 32) x[j] = -x[j];
+  }
+  std::vector<std::byte> got(cpu::activation_row_bytes(cpu::ActivationType::kQ8_0, k));
+  cpu::quantize_activation_row(cpu::ActivationType::kQ8_0, x.data(), k, got.data());
+  EXPECT_EQ(got, quant::quantize_rows(DType::kQ8_0, x.data(), 1, k));
+}
+
 TEST(RowDot, Q8_1ActivationsAreQ8_0PlusTheScaledSum) {
   std::mt19937 rng(13);
   const int64_t k = 96;
