@@ -6,34 +6,49 @@
 
 #include "star/backend/cpu/dot_kernels.h"
 #include "star/quant/blocks.h"
+#include "../simd.h"
 
 namespace star::cpu {
 namespace {
 
 using quant::kLegacyBlock;
 
-// roundf's halves away from zero without its library call, in a form the compiler vectorizes
-// (every matmul quantizes its activations): v − trunc(v) is exact.
-inline float round_half_away(float v) {
-  const float t = std::trunc(v);
-  return std::fabs(v - t) >= 0.5f ? t + std::copysign(1.f, v) : t;
+using simd::IVec;
+using simd::kLanes;
+using simd::Vec;
+
+// round(v) with roundf's halves away from zero, for |v| <= 128 (libm's roundf is a call per
+// element, and every matmul quantizes its activations): the conversion truncates, v − trunc(v) is
+// exact, and |v − trunc(v)| >= 1/2 steps once away from zero.
+IVec round_half_away(Vec v) {
+  const IVec truncated = __builtin_convertvector(v, IVec);
+  const Vec fraction = v - __builtin_convertvector(truncated, Vec);
+  const IVec away = simd::as_float(simd::as_int(fraction) & 0x7fffffff) >= simd::splat(0.5f);
+  const IVec step = v < simd::splat(0.f) ? IVec{} - 1 : IVec{} + 1;
+  return truncated + (away & step);
 }
 
-// One 32-element block: q = round(x / d), d = max|x| / 127 (unrounded); returns Σq.
-int32_t quantize_int8_block(const float* x, float d, int8_t* q) {
-  const float inverse = d != 0.f ? 1.f / d : 0.f;
-  int32_t sum = 0;
-  for (int64_t j = 0; j < kLegacyBlock; ++j) {
-    q[j] = static_cast<int8_t>(round_half_away(x[j] * inverse));
-    sum += q[j];
-  }
-  return sum;
-}
-
+// d = max|x| / 127 over one 32-element block.
 float block_scale(const float* x) {
-  float amax = 0.f;
-  for (int64_t j = 0; j < kLegacyBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
-  return amax / 127.f;
+  Vec amax{};
+  for (int64_t j = 0; j < kLegacyBlock; j += kLanes) {
+    amax = simd::max(amax, simd::as_float(simd::as_int(simd::load(x + j)) & 0x7fffffff));
+  }
+  return simd::reduce_max(amax) / 127.f;
+}
+
+// One block: q = round(x / d) with d unrounded; returns Σq.
+int32_t quantize_int8_block(const float* x, float d, int8_t* q) {
+  const Vec inverse = simd::splat(d != 0.f ? 1.f / d : 0.f);
+  IVec sum{};
+  for (int64_t j = 0; j < kLegacyBlock; j += kLanes) {
+    const IVec rounded = round_half_away(simd::load(x + j) * inverse);
+    for (int i = 0; i < kLanes; ++i) q[j + i] = static_cast<int8_t>(rounded[i]);
+    sum += rounded;
+  }
+  int32_t total = 0;
+  for (int i = 0; i < kLanes; ++i) total += sum[i];
+  return total;
 }
 
 void quantize_q8_0(const float* x, int64_t k, std::byte* out) {
