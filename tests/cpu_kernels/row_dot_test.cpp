@@ -227,12 +227,13 @@ TEST(RowDot, Q8_1ActivationsAreQ8_0PlusTheScaledSum) {
   EXPECT_EQ(x_hat, want_hat);
 }
 
-// Kernels with float32 activations round only their float sums: k products and k/32 block
-// scalings in the scalar kernel, another k re-associated in a vector one.
+// Kernels with float32 activations round only their float arithmetic: per element the widened
+// weight (d·q + m) and the product, k sums and k/32 block scalings in the scalar kernel, another k
+// re-associated in a vector one.
 TEST(RowDot, FloatActivationKernelsEqualTheFloat64DotUpToFloatRounding) {
   std::mt19937 rng(14);
   int vector_checked = 0;
-  for (DType type : {DType::kQ8_0, DType::kF16}) {
+  for (DType type : {DType::kQ4_1, DType::kQ8_0, DType::kF16}) {
     const cpu::DotKernel* scalar = cpu::find_float_dot_kernel(type, cpu::Isa::kScalar);
     ASSERT_NE(scalar, nullptr) << dtype_name(type);
     ASSERT_EQ(scalar->activation_type, cpu::ActivationType::kF32);

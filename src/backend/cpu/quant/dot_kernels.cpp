@@ -51,6 +51,10 @@ const KernelRow kKernels[] = {
 
 // Kernels that keep the activations in float32 (find_float_dot_kernel).
 const KernelRow kFloatKernels[] = {
+    {DType::kQ4_1,
+     {{ActivationType::kF32, row_dots::q4_1_f32_scalar},
+      {ActivationType::kF32, row_dots::q4_1_f32_avx2},
+      {ActivationType::kF32, row_dots::q4_1_f32_avx512}}},
     {DType::kQ8_0,
      {{ActivationType::kF32, row_dots::q8_0_f32_scalar},
       {ActivationType::kF32, row_dots::q8_0_f32_avx2},
