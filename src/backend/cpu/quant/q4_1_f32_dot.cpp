@@ -31,11 +31,13 @@ STAR_AVX2 __m256 widen_8(__m256i codes, int part, __m256 d, __m256 m) {
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(eight)), d, m);
 }
 
+// Each of the 16 code bytes widened to a 32-bit lane once; its low nibble is element j, its high
+// one element j + 16 (one shuffle-port widening a block instead of three).
 STAR_AVX512 __m512 q4_1_f32_block(const BlockQ4_1& w, const float* x, __m512 acc) {
-  const __m256i codes = nibble_bytes(w.qs);
+  const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs)));
   const __m512 d = _mm512_set1_ps(_cvtsh_ss(w.d)), m = _mm512_set1_ps(_cvtsh_ss(w.m));
-  const __m512 w0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm256_castsi256_si128(codes))), d, m);
-  const __m512 w1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm256_extracti128_si256(codes, 1))), d, m);
+  const __m512 w0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_and_si512(bytes, _mm512_set1_epi32(0x0f))), d, m);
+  const __m512 w1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(bytes, 4)), d, m);
   return _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + 16), _mm512_fmadd_ps(w0, _mm512_loadu_ps(x), acc));
 }
 
