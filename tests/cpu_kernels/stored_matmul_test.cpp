@@ -1,5 +1,5 @@
 // cpu::matmul over weights of every stored type: up to kRowDotMaxRows activation rows it equals the
-// scalar row-dot kernel element by element (up to re-association); past it, and for the types
+// scalar version of its row-dot kernel (few_rows_kernel) element by element (up to re-association); past it, and for the types
 // without a row-dot kernel at any row count, it equals sgemm on the dequantized weight (up to float
 // rounding). matmul_float_activations equals that sgemm at every row count.
 #include <gtest/gtest.h>
@@ -49,8 +49,9 @@ std::vector<double> magnitudes(const std::vector<float>& x, int64_t n, const Cas
 TEST(StoredMatmul, FewRowsEqualTheScalarRowDot) {
   std::mt19937 rng(21);
   const int64_t m = 70, k = 256;
-  for (DType type : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kF16, DType::kBF16}) {
-    const cpu::DotKernel* scalar = cpu::find_dot_kernel(type, cpu::Isa::kScalar);
+  for (DType type : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ4_K,
+                     DType::kQ5_K, DType::kQ6_K, DType::kF16, DType::kBF16}) {
+    const cpu::DotKernel* scalar = cpu::few_rows_kernel(type, cpu::Isa::kScalar);
     ASSERT_NE(scalar, nullptr);
     const Case c = random_case(type, m, k, rng);
     for (int64_t n : {int64_t{1}, int64_t{3}, cpu::kRowDotMaxRows}) {
@@ -100,7 +101,7 @@ TEST(StoredMatmul, ManyRowsAndOtherTypesEqualSgemmOfTheDequantizedWeight) {
       const std::vector<float> w_bf16 = rounded_to_bf16(c.w_hat);
       std::vector<int64_t> row_counts = {cpu::kRowDotMaxRows + 1, 19};
       // Few rows of a type without a row-dot kernel: rows widened in L1, float32 dots.
-      if (cpu::find_dot_kernel(type, cpu::Isa::kScalar) == nullptr) row_counts.insert(row_counts.end(), {1, 3});
+      if (cpu::few_rows_kernel(type, cpu::Isa::kScalar) == nullptr) row_counts.insert(row_counts.end(), {1, 3});
       for (int64_t n : row_counts) {
         const bool rounded = bf16_products && n > cpu::kRowDotMaxRows;
         for (bool accumulate : {false, true}) {
@@ -137,6 +138,38 @@ TEST(StoredMatmul, FloatActivationsEqualSgemmOfTheDequantizedWeightAtAnyRowCount
       const auto mag = magnitudes(x, n, c, m, k);
       for (size_t e = 0; e < y.size(); ++e) {
         ASSERT_NEAR(y[e], want[e], 1e-6 * mag[e] + 1e-7) << dtype_name(type) << " n=" << n << " element " << e;
+      }
+    }
+  }
+}
+
+// Q, K and V in one call: each output is the very matmul of its weight (same kernel, same
+// activation rounding, same per-element sums), whether the weights share a type or not.
+TEST(StoredMatmul, SharedInputEqualsOneMatmulPerWeight) {
+  std::mt19937 rng(26);
+  const int64_t k = 256;
+  const std::vector<std::vector<DType>> type_sets = {
+      {DType::kQ4_1, DType::kQ4_1, DType::kQ4_1}, {DType::kQ8_0, DType::kQ8_0}, {DType::kQ4_0, DType::kQ6_K, DType::kQ4_0},
+      {DType::kQ4_K, DType::kQ4_K}, {DType::kBF16, DType::kBF16, DType::kBF16}};
+  for (const auto& types : type_sets) {
+    std::vector<Case> cases;
+    for (size_t t = 0; t < types.size(); ++t) cases.push_back(random_case(types[t], 40 + 24 * static_cast<int64_t>(t), k, rng));
+    for (int64_t n : {int64_t{1}, int64_t{3}, cpu::kRowDotMaxRows, cpu::kRowDotMaxRows + 1}) {
+      const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);
+      std::vector<std::vector<float>> got(cases.size()), want(cases.size());
+      for (size_t t = 0; t < cases.size(); ++t) {
+        got[t].assign(static_cast<size_t>(n * cases[t].w.rows()), -1.f);
+        want[t].resize(got[t].size());
+        cpu::matmul(x.data(), n, cases[t].w, want[t].data());
+      }
+      if (cases.size() == 2) {
+        cpu::matmul_shared_input(x.data(), n, {{&cases[0].w, got[0].data()}, {&cases[1].w, got[1].data()}});
+      } else {
+        cpu::matmul_shared_input(x.data(), n, {{&cases[0].w, got[0].data()}, {&cases[1].w, got[1].data()},
+                                               {&cases[2].w, got[2].data()}});
+      }
+      for (size_t t = 0; t < cases.size(); ++t) {
+        EXPECT_EQ(got[t], want[t]) << dtype_name(types[t]) << " output " << t << " n=" << n;
       }
     }
   }

@@ -118,12 +118,13 @@ TEST(StoredWeights, EngineEqualsTheF32PathOnTheDequantizedFile) {
     const bool bf16_prefill = type.base != DType::kF32 && cpu::best_isa() == cpu::Isa::kAvx512;
     const double prefill_tolerance = bf16_prefill ? 2e-2 : 1e-4;
     EXPECT_LE(max_abs_difference(got.prefill, want.prefill), prefill_tolerance * max_abs(want.prefill)) << "prefill";
-    // Decode rounds the inputs of the Q4_0, Q8_0, Q4_K, Q5_K and Q6_K matrices (every quantized
-    // file's output projection is Q6_K or Q8_0) to 8-bit blocks (up to ~1/254 of a block's largest
-    // value an element) and those of BF16 ones to bf16 (2^-8 of each value), and reads the keys and
-    // values of a bf16 prefill; through two layers and the output projection that moved the logits
-    // by at most 2.6% of their largest magnitude (Q4_K), hence 4%. F32 files, and F16 ones after a
-    // float32 prefill, keep float32 activations and see only re-association.
+    // Decode rounds the inputs of the Q4_0, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K matrices to
+    // 8-bit blocks (up to ~1/254 of a block's largest value an element; Q4_1 and a Q8_0 output
+    // projection keep float32, a Q6_K one rounds) and those of BF16 ones to bf16 (2^-8 of each
+    // value), and reads the keys and values of a bf16 prefill; through two layers and the output
+    // projection that moved the logits by at most 2.6% of their largest magnitude (Q4_K), hence
+    // 4%. F32 files, and F16 ones after a float32 prefill, keep float32 activations and see only
+    // re-association.
     const bool rounded_activations = type.base != DType::kF32 && (type.base != DType::kF16 || bf16_prefill);
     const double decode_tolerance = rounded_activations ? 4e-2 : 1e-4;
     EXPECT_LE(max_abs_difference(got.decode, want.decode), decode_tolerance * max_abs(want.decode)) << "decode";
