@@ -51,6 +51,8 @@ def parse_args():
     p.add_argument("--decode-tokens", type=int, default=64)
     p.add_argument("--repeats", type=int, default=3, help="runs of each program per test (median)")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--kv-dtype", default="bf16", choices=["f32", "bf16", "q8_0"],
+                   help="star-bench's KV cache type; bf16 holds as many bytes a token as llama.cpp's default f16")
     p.add_argument("--png", default="vs_llamacpp.png", help="ratio chart ('' for none)")
     p.add_argument("--json", help="also write every sample here")
     return p.parse_args()
@@ -106,7 +108,7 @@ def run_with_rusage(command):
 def star_bench(args, path, test):
     prompt, decode = (int(test[2:]), 1) if test.startswith("pp") else (1, args.decode_tokens)
     command = [os.path.join(args.build_dir, "star-bench"), "model", "--model", path, "--prompt-tokens", str(prompt),
-               "--decode-tokens", str(decode), "--repeats", "1"]
+               "--decode-tokens", str(decode), "--repeats", "1", "--kv-dtype", args.kv_dtype]
     out, _ = run_with_rusage(command)
     rss = float(re.search(r"peak RSS after prefill and decode: ([0-9.]+) MiB", out).group(1))
     row = "prefill" if test.startswith("pp") else "decode"
@@ -145,7 +147,7 @@ def main():
     with open("/proc/loadavg") as f:
         load = f.read().split()[:3]
     print(f"llama.cpp {commit}, {args.threads} threads, medians of {args.repeats} alternated runs, "
-          f"decode {args.decode_tokens} tokens; load average {' '.join(load)} at the end; {time.strftime('%Y-%m-%d')}\n")
+          f"decode {args.decode_tokens} tokens, starserve KV cache {args.kv_dtype} (llama.cpp f16); load average {' '.join(load)} at the end; {time.strftime('%Y-%m-%d')}\n")
     print("| file | test | starserve tok/s | llama.cpp tok/s | speed ratio | starserve RSS MiB | llama.cpp RSS MiB | RSS ratio |")
     print("|---|---|---|---|---|---|---|---|")
     for label, test, s_rate, l_rate, s_rss, l_rss in rows:
