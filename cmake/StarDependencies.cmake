@@ -12,6 +12,8 @@ endif()
 find_package(CLI11 CONFIG REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
+# oneDNN: the bf16 matmul of prefill (Debian's OpenBLAS 0.3.21 is built without cblas_sbgemm).
+find_package(dnnl CONFIG REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 

@@ -15,7 +15,7 @@ function(star_core_library)
   target_compile_options(${ARG_NAME} PRIVATE ${STAR_WARNINGS})
   target_link_libraries(${ARG_NAME} PUBLIC
     MPI::MPI_CXX spdlog::spdlog nlohmann_json::nlohmann_json
-    PkgConfig::OPENBLAS PkgConfig::PCRE2 OpenMP::OpenMP_CXX CLI11::CLI11 Threads::Threads)
+    PkgConfig::OPENBLAS DNNL::dnnl PkgConfig::PCRE2 OpenMP::OpenMP_CXX CLI11::CLI11 Threads::Threads)
   if(ARG_SANITIZE)
     target_compile_options(${ARG_NAME} PUBLIC ${STAR_SANITIZE_FLAGS} -O1 -g)
     target_link_options(${ARG_NAME} PUBLIC ${STAR_SANITIZE_FLAGS})

@@ -10,7 +10,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libspdlog-dev nlohmann-json3-dev libcli11-dev
-  libopenblas-dev libpcre2-dev libcpp-httplib-dev
+  libopenblas-dev libdnnl-dev libpcre2-dev libcpp-httplib-dev
 )
 demo_only=0
 if [ "${1:-}" = "--demo" ]; then

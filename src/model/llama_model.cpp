@@ -54,17 +54,14 @@ Result<std::vector<float>> LlamaModel::forward(std::span<const int32_t> tokens,
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const LlamaLayerWeights& w = weights_.layers[l];
     cpu::rms_norm(x.data(), n, dim, w.attn_norm.f32(), static_cast<float>(c.rms_norm_eps), h.data());
-    cpu::matmul(h.data(), n, w.wq, q.data());
-    cpu::matmul(h.data(), n, w.wk, k.data());
-    cpu::matmul(h.data(), n, w.wv, v.data());
+    cpu::matmul_shared_input(h.data(), n, {{&w.wq, q.data()}, {&w.wk, k.data()}, {&w.wv, v.data()}});
     cpu::apply_rope(q.data(), n, c.n_heads, c.head_dim, positions.data(), rope_, c.rope_layout);
     cpu::apply_rope(k.data(), n, c.n_kv_heads, c.head_dim, positions.data(), rope_, c.rope_layout);
     if (Status s = attention.attend(l, q.data(), k.data(), v.data(), n, att.data()); !s.ok()) return s;
     cpu::matmul(att.data(), n, w.wo, x.data(), /*accumulate=*/true);
 
     cpu::rms_norm(x.data(), n, dim, w.ffn_norm.f32(), static_cast<float>(c.rms_norm_eps), h.data());
-    cpu::matmul(h.data(), n, w.w_gate, gate.data());
-    cpu::matmul(h.data(), n, w.w_up, up.data());
+    cpu::matmul_shared_input(h.data(), n, {{&w.w_gate, gate.data()}, {&w.w_up, up.data()}});
     cpu::swiglu(gate.data(), up.data(), n * hid, gate.data());
     cpu::matmul(gate.data(), n, w.w_down, x.data(), /*accumulate=*/true);
   }

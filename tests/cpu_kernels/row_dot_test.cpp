@@ -3,7 +3,9 @@
 // with the unrounded activations within the bound the activation rounding implies.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "cpu_kernels/attention_reference.h"
@@ -15,7 +17,8 @@
 namespace star {
 namespace {
 
-const DType kRowDotTypes[] = {DType::kQ4_0, DType::kQ8_0, DType::kQ6_K, DType::kF16, DType::kBF16};
+const DType kRowDotTypes[] = {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0,
+                              DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kF16,  DType::kBF16};
 
 std::vector<int64_t> row_lengths(DType type) {
   if (dtype_block_elements(type) == quant::kSuperBlock) return {256, 512, 2048, 4352};
@@ -26,33 +29,63 @@ std::vector<int64_t> row_lengths(DType type) {
 struct Row {
   std::vector<std::byte> weight, activation;
   std::vector<float> w_hat, x, x_hat;  // dequantized weight, activation, activation as rounded
+  std::vector<float> offsets;          // per 32-element block: Q4_1's / Q5_1's m, Q4_K's / Q5_K's −dmin·min, else 0
 };
+
+// The offset of each 32-element block of an offset type: the m that follows d at the start of
+// Q4_1 and Q5_1 blocks; for Q4_K and Q5_K, whose codes all lie past the 16 bytes of d, dmin and
+// scales, the value of code 0 (0·scale − dmin·min) in the block with those code bytes zeroed.
+std::vector<float> block_offsets(DType type, const std::vector<std::byte>& weight, int64_t k) {
+  std::vector<float> m(static_cast<size_t>(k / quant::kLegacyBlock), 0.f);
+  if (type == DType::kQ4_1 || type == DType::kQ5_1) {
+    for (size_t b = 0; b < m.size(); ++b) {
+      uint16_t bits;
+      std::memcpy(&bits, weight.data() + b * dtype_block_bytes(type) + 2, 2);
+      m[b] = f16_to_f32(bits);
+    }
+  } else if (type == DType::kQ4_K || type == DType::kQ5_K) {
+    std::vector<std::byte> zeroed = weight;
+    for (size_t at = 0; at < zeroed.size(); at += dtype_block_bytes(type)) {
+      std::fill(zeroed.begin() + static_cast<std::ptrdiff_t>(at + 16),
+                zeroed.begin() + static_cast<std::ptrdiff_t>(at + dtype_block_bytes(type)), std::byte{0});
+    }
+    std::vector<float> values(static_cast<size_t>(k));
+    quant::dequantize_rows(type, zeroed.data(), 1, k, values.data());
+    for (size_t b = 0; b < m.size(); ++b) m[b] = values[b * quant::kLegacyBlock];
+  }
+  return m;
+}
 
 Row random_row(DType type, const cpu::DotKernel& kernel, int64_t k, std::mt19937& rng) {
   Row r;
   r.weight = testing::random_weight_rows(type, 1, k, rng);
   r.w_hat.resize(static_cast<size_t>(k));
   quant::dequantize_rows(type, r.weight.data(), 1, k, r.w_hat.data());
+  r.offsets = block_offsets(type, r.weight, k);
   r.x = testing::random_tensor(static_cast<size_t>(k), rng);
   r.activation.resize(cpu::activation_row_bytes(kernel.activation_type, k));
   cpu::quantize_activation_row(kernel.activation_type, r.x.data(), k, r.activation.data());
   r.x_hat.resize(static_cast<size_t>(k));
-  quant::dequantize_rows(kernel.activation_type, r.activation.data(), 1, k, r.x_hat.data());
+  cpu::dequantize_activation_row(kernel.activation_type, r.activation.data(), k, r.x_hat.data());
   return r;
 }
 
-// Σ|ŵ_j x̂_j|: what float rounding of the kernels' sums scales with.
+// Σ (|ŵ_j| + 2|m_j|)·|x̂_j|: what float rounding of the kernels' sums scales with. An offset type
+// sums d·q·x̂ and m·x̂ apart, each below (|ŵ| + |m|)·|x̂| (since d·q = ŵ − m), whatever cancels.
 double magnitude(const Row& r) {
   double m = 0;
-  for (size_t j = 0; j < r.x.size(); ++j) m += std::fabs(static_cast<double>(r.w_hat[j]) * r.x_hat[j]);
+  for (size_t j = 0; j < r.x.size(); ++j) {
+    const double offset = r.offsets.empty() ? 0.0 : std::fabs(r.offsets[j / quant::kLegacyBlock]);
+    m += (std::fabs(static_cast<double>(r.w_hat[j])) + 2 * offset) * std::fabs(r.x_hat[j]);
+  }
   return m;
 }
 
 // Float additions in a kernel's sum: one per 32-element activation block (the integer block sums
-// are exact) or one per element, plus a few for the scale products and the final horizontal sum.
-// Each can be off by 2^-24 of the running magnitude.
+// are exact; two with an offset) or one per element, plus a few for the scale products and the
+// final horizontal sum. Each can be off by 2^-24 of the running magnitude.
 double float_rounding(DType type, int64_t k, const Row& r) {
-  const double terms = static_cast<double>(dtype_is_quantized(type) ? k / quant::kLegacyBlock : k) + 8;
+  const double terms = static_cast<double>(dtype_is_quantized(type) ? 2 * k / quant::kLegacyBlock : k) + 8;
   return terms * std::ldexp(1.0, -24) * magnitude(r);
 }
 
@@ -61,10 +94,27 @@ double float_rounding(DType type, int64_t k, const Row& r) {
 //         |x_j − d16·q_j| <= |x_j − d·q_j| + |q_j|·|d − d16| <= d/2 + 127·2^-11·d; the block moves
 //         the dot by at most that times Σ_{j in block} |ŵ_j|.
 //   BF16: round to nearest with 8 significant bits: |x_j − x̂_j| <= 2^-8 |x_j|.
+//   Q8_1: as Q8_0 for x̂; the offset's product m·s replaces m·Σx̂ = m·d16·Σq, and s = f16(d·Σq)
+//         (d·Σq itself a float product) misses d16·Σq by at most
+//         |f16(v) − v| + |Σq|·|d − d16| <= (2^-11 + 2^-24)·d·|Σq| + 2^-25 + |Σq|·(2^-11·d + 2^-25)
+//         (half an f16 step: 2^-11 relative, 2^-25 absolute among the subnormals).
 //   F32 (F16 weights): no rounding.
-double activation_bound(DType activation_type, const Row& r) {
+double activation_bound(cpu::ActivationType activation_type, const Row& r) {
   double bound = 0;
-  if (activation_type == DType::kQ8_0) {
+  if (activation_type == cpu::ActivationType::kQ8_1) {
+    for (size_t b = 0; b < r.x.size(); b += quant::kLegacyBlock) {
+      double amax = 0, sum_q = 0;
+      for (size_t j = b; j < b + quant::kLegacyBlock; ++j) amax = std::max(amax, std::fabs(static_cast<double>(r.x[j])));
+      const double d = amax / 127;
+      quant::BlockQ8_1 block;
+      std::memcpy(&block, r.activation.data() + b / quant::kLegacyBlock * sizeof block, sizeof block);
+      for (int8_t q : block.qs) sum_q += q;
+      const double s_error = (std::ldexp(1.0, -10) + std::ldexp(1.0, -24)) * d * std::fabs(sum_q) +
+                             std::ldexp(1.0, -25) * (1 + std::fabs(sum_q));
+      bound += std::fabs(r.offsets[b / quant::kLegacyBlock]) * s_error;
+    }
+  }
+  if (activation_type == cpu::ActivationType::kQ8_0 || activation_type == cpu::ActivationType::kQ8_1) {
     for (size_t b = 0; b < r.x.size(); b += quant::kLegacyBlock) {
       double amax = 0, w_abs = 0;
       for (size_t j = b; j < b + quant::kLegacyBlock; ++j) {
@@ -73,7 +123,7 @@ double activation_bound(DType activation_type, const Row& r) {
       }
       bound += (0.5 + 127 * std::ldexp(1.0, -11)) * (amax / 127) * w_abs;
     }
-  } else if (activation_type == DType::kBF16) {
+  } else if (activation_type == cpu::ActivationType::kBF16) {
     for (size_t j = 0; j < r.x.size(); ++j) bound += std::ldexp(1.0, -8) * std::fabs(static_cast<double>(r.w_hat[j]) * r.x[j]);
   }
   return bound;
@@ -129,8 +179,8 @@ TEST(RowDot, Q8_0ActivationsAreGgmlsRounding) {
   x[1] = -0.5f / 127;   // exactly half a step: rounds away from zero to -1
   x[2] = 63.5f / 127;   // 63.5 steps (not exact in float; within a step of 64)
   x[3] = -1.f;
-  std::vector<std::byte> row(cpu::activation_row_bytes(DType::kQ8_0, 32));
-  cpu::quantize_activation_row(DType::kQ8_0, x.data(), 32, row.data());
+  std::vector<std::byte> row(cpu::activation_row_bytes(cpu::ActivationType::kQ8_0, 32));
+  cpu::quantize_activation_row(cpu::ActivationType::kQ8_0, x.data(), 32, row.data());
   quant::BlockQ8_0 block;
   std::memcpy(&block, row.data(), sizeof block);
   EXPECT_EQ(block.d, f32_to_f16(1.f / 127));
@@ -141,8 +191,89 @@ TEST(RowDot, Q8_0ActivationsAreGgmlsRounding) {
   EXPECT_EQ(block.qs[4], 0);
 }
 
+// The writers' quantize_rows is ggml's quantize_row_q8_0_ref byte for byte: a peer to hold the
+// activation rounding to, on random blocks and on blocks of exact half steps (k + 0.5 times d).
+TEST(RowDot, Q8_0ActivationsEqualTheWritersQuantizer) {
+  std::mt19937 rng(15);
+  const int64_t k = 4096;
+  auto x = testing::random_tensor(static_cast<size_t>(k), rng);
+  for (int64_t j = 0; j < 1024; ++j) {
+    const float d = 1.f / 128;  // a power of two: x / d is exact
+    x[j] = j % 32 == 0 ? 127 * d : (static_cast<float>(j % 254) - 127.f + 0.5f) * d;  // |x| < 127·d
+    if (j % 64 >= 32) x[j] = -x[j];
+  }
+  std::vector<std::byte> got(cpu::activation_row_bytes(cpu::ActivationType::kQ8_0, k));
+  cpu::quantize_activation_row(cpu::ActivationType::kQ8_0, x.data(), k, got.data());
+  EXPECT_EQ(got, quant::quantize_rows(DType::kQ8_0, x.data(), 1, k));
+}
+
+TEST(RowDot, Q8_1ActivationsAreQ8_0PlusTheScaledSum) {
+  std::mt19937 rng(13);
+  const int64_t k = 96;
+  auto x = testing::random_tensor(static_cast<size_t>(k), rng);
+  std::fill(x.begin() + 64, x.end(), 0.f);  // an all-zero block: d = 0, q = 0, s = 0
+  std::vector<std::byte> q8_0(cpu::activation_row_bytes(cpu::ActivationType::kQ8_0, k));
+  std::vector<std::byte> q8_1(cpu::activation_row_bytes(cpu::ActivationType::kQ8_1, k));
+  ASSERT_EQ(q8_1.size(), 3 * sizeof(quant::BlockQ8_1));
+  cpu::quantize_activation_row(cpu::ActivationType::kQ8_0, x.data(), k, q8_0.data());
+  cpu::quantize_activation_row(cpu::ActivationType::kQ8_1, x.data(), k, q8_1.data());
+  for (int64_t b = 0; b < 3; ++b) {
+    quant::BlockQ8_0 want;
+    quant::BlockQ8_1 got;
+    std::memcpy(&want, q8_0.data() + b * sizeof want, sizeof want);
+    std::memcpy(&got, q8_1.data() + b * sizeof got, sizeof got);
+    EXPECT_EQ(got.d, want.d) << b;
+    int32_t sum = 0;
+    for (int64_t j = 0; j < 32; ++j) {
+      EXPECT_EQ(got.qs[j], want.qs[j]) << b << " " << j;
+      sum += got.qs[j];
+    }
+    float amax = 0.f;
+    for (int64_t j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[b * 32 + j]));
+    EXPECT_EQ(got.s, f32_to_f16(static_cast<float>(sum) * (amax / 127.f))) << b;
+  }
+  std::vector<float> x_hat(static_cast<size_t>(k));
+  cpu::dequantize_activation_row(cpu::ActivationType::kQ8_1, q8_1.data(), k, x_hat.data());
+  std::vector<float> want_hat(static_cast<size_t>(k));
+  quant::dequantize_rows(DType::kQ8_0, q8_0.data(), 1, k, want_hat.data());
+  EXPECT_EQ(x_hat, want_hat);
+}
+
+// Kernels with float32 activations round only their float arithmetic: per element the widened
+// weight (d·q + m) and the product, k sums and k/32 block scalings in the scalar kernel, another k
+// re-associated in a vector one.
+TEST(RowDot, FloatActivationKernelsEqualTheFloat64DotUpToFloatRounding) {
+  std::mt19937 rng(14);
+  int vector_checked = 0;
+  for (DType type : {DType::kQ4_1, DType::kQ8_0, DType::kF16}) {
+    const cpu::DotKernel* scalar = cpu::find_float_dot_kernel(type, cpu::Isa::kScalar);
+    ASSERT_NE(scalar, nullptr) << dtype_name(type);
+    ASSERT_EQ(scalar->activation_type, cpu::ActivationType::kF32);
+    for (int64_t k : row_lengths(type)) {
+      for (int trial = 0; trial < 8; ++trial) {
+        const Row r = random_row(type, *scalar, k, rng);
+        ASSERT_EQ(r.x_hat, r.x);
+        double exact = 0;
+        for (size_t j = 0; j < r.x.size(); ++j) exact += static_cast<double>(r.w_hat[j]) * r.x[j];
+        const double rounding = (static_cast<double>(k) + k / 32 + 8) * std::ldexp(1.0, -24) * magnitude(r);
+        const float want = scalar->dot(r.weight.data(), r.activation.data(), k);
+        ASSERT_LE(std::fabs(want - exact), rounding) << dtype_name(type) << " k=" << k;
+        for (cpu::Isa isa : {cpu::Isa::kAvx2, cpu::Isa::kAvx512}) {
+          const cpu::DotKernel* fast = cpu::find_float_dot_kernel(type, isa);
+          if (fast == nullptr) continue;  // this CPU lacks the instruction set
+          const float got = fast->dot(r.weight.data(), r.activation.data(), k);
+          ASSERT_LE(std::fabs(static_cast<double>(got) - want), 2 * rounding) << dtype_name(type) << " " << cpu::isa_name(isa) << " k=" << k;
+          ++vector_checked;
+        }
+      }
+    }
+  }
+  if (cpu::best_isa() != cpu::Isa::kScalar) EXPECT_GT(vector_checked, 0);
+  EXPECT_EQ(cpu::find_float_dot_kernel(DType::kQ4_0, cpu::Isa::kScalar), nullptr);
+}
+
 TEST(RowDot, OnlyTheListedTypesHaveKernels) {
-  for (DType type : {DType::kF32, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K, DType::kQ5_K}) {
+  for (DType type : {DType::kF32}) {
     EXPECT_EQ(cpu::find_dot_kernel(type, cpu::Isa::kScalar), nullptr) << dtype_name(type);
   }
 }

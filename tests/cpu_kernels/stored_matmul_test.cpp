@@ -1,5 +1,5 @@
 // cpu::matmul over weights of every stored type: up to kRowDotMaxRows activation rows it equals the
-// scalar row-dot kernel element by element (up to re-association); past it, and for the types
+// scalar version of its row-dot kernel (few_rows_kernel) element by element (up to re-association); past it, and for the types
 // without a row-dot kernel at any row count, it equals sgemm on the dequantized weight (up to float
 // rounding). matmul_float_activations equals that sgemm at every row count.
 #include <gtest/gtest.h>
@@ -49,8 +49,9 @@ std::vector<double> magnitudes(const std::vector<float>& x, int64_t n, const Cas
 TEST(StoredMatmul, FewRowsEqualTheScalarRowDot) {
   std::mt19937 rng(21);
   const int64_t m = 70, k = 256;
-  for (DType type : {DType::kQ4_0, DType::kQ8_0, DType::kQ6_K, DType::kF16, DType::kBF16}) {
-    const cpu::DotKernel* scalar = cpu::find_dot_kernel(type, cpu::Isa::kScalar);
+  for (DType type : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ4_K,
+                     DType::kQ5_K, DType::kQ6_K, DType::kF16, DType::kBF16}) {
+    const cpu::DotKernel* scalar = cpu::few_rows_kernel(type, cpu::Isa::kScalar);
     ASSERT_NE(scalar, nullptr);
     const Case c = random_case(type, m, k, rng);
     for (int64_t n : {int64_t{1}, int64_t{3}, cpu::kRowDotMaxRows}) {
@@ -78,30 +79,48 @@ TEST(StoredMatmul, FewRowsEqualTheScalarRowDot) {
   }
 }
 
+std::vector<float> rounded_to_bf16(const std::vector<float>& v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = bf16_to_f32(f32_to_bf16(v[i]));
+  return out;
+}
+
+// Past kRowDotMaxRows, on a CPU with AVX512-BF16, the product multiplies x and ŵ rounded to bf16
+// (oneDNN) and sums in float32: sgemm of the rounded operands up to re-association. With the ISA
+// capped at AVX2, and for few rows of the types without a row-dot kernel, sgemm of x and ŵ.
 TEST(StoredMatmul, ManyRowsAndOtherTypesEqualSgemmOfTheDequantizedWeight) {
   std::mt19937 rng(22);
-  // k = 4096 gives 512-row tiles of 8 MiB: m = 600 takes a whole tile and a partial one.
-  const int64_t m = 600, k = 4096;
-  for (DType type : kAllStoredTypes) {
-    const Case c = random_case(type, m, k, rng);
-    std::vector<int64_t> row_counts = {cpu::kRowDotMaxRows + 1, 19};
-    // Few rows of a type without a row-dot kernel: rows widened in L1, float32 dots.
-    if (cpu::find_dot_kernel(type, cpu::Isa::kScalar) == nullptr) row_counts.insert(row_counts.end(), {1, 3});
-    for (int64_t n : row_counts) {
-      for (bool accumulate : {false, true}) {
-        const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);
-        const auto y0 = testing::random_tensor(static_cast<size_t>(n * m), rng);
-        std::vector<float> y = y0, want = y0;
-        cpu::matmul(x.data(), n, c.w, y.data(), accumulate);
-        cpu::matmul_nt(x.data(), n, k, c.w_hat.data(), m, want.data(), accumulate);
-        const auto mag = magnitudes(x, n, c, m, k);
-        for (size_t e = 0; e < y.size(); ++e) {
-          ASSERT_NEAR(y[e], want[e], 1e-6 * (mag[e] + std::fabs(y0[e])) + 1e-7)
-              << dtype_name(type) << " n=" << n << " element " << e;
+  // k = 4096 gives 512-row float32 tiles of 8 MiB (1024-row bf16 ones): m = 1100 takes whole
+  // tiles and a partial one on either path.
+  const int64_t m = 1100, k = 4096;
+  for (cpu::Isa isa : {cpu::Isa::kAvx2, cpu::Isa::kAvx512}) {
+    cpu::limit_isa(isa);
+    const bool bf16_products = cpu::best_isa() == cpu::Isa::kAvx512;
+    for (DType type : kAllStoredTypes) {
+      const Case c = random_case(type, m, k, rng);
+      const std::vector<float> w_bf16 = rounded_to_bf16(c.w_hat);
+      std::vector<int64_t> row_counts = {cpu::kRowDotMaxRows + 1, 19};
+      // Few rows of a type without a row-dot kernel: rows widened in L1, float32 dots.
+      if (cpu::few_rows_kernel(type, cpu::Isa::kScalar) == nullptr) row_counts.insert(row_counts.end(), {1, 3});
+      for (int64_t n : row_counts) {
+        const bool rounded = bf16_products && n > cpu::kRowDotMaxRows;
+        for (bool accumulate : {false, true}) {
+          const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);
+          const auto y0 = testing::random_tensor(static_cast<size_t>(n * m), rng);
+          std::vector<float> y = y0, want = y0;
+          cpu::matmul(x.data(), n, c.w, y.data(), accumulate);
+          cpu::matmul_nt(rounded ? rounded_to_bf16(x).data() : x.data(), n, k,
+                         rounded ? w_bf16.data() : c.w_hat.data(), m, want.data(), accumulate);
+          const auto mag = magnitudes(x, n, c, m, k);
+          for (size_t e = 0; e < y.size(); ++e) {
+            ASSERT_NEAR(y[e], want[e], 1e-6 * (mag[e] + std::fabs(y0[e])) + 1e-7)
+                << dtype_name(type) << " " << cpu::isa_name(isa) << " n=" << n << " element " << e;
+          }
         }
       }
     }
   }
+  cpu::limit_isa(cpu::Isa::kAvx512);
 }
 
 // The output projection's product: at every row count, the types with row-dot kernels included,
@@ -119,6 +138,38 @@ TEST(StoredMatmul, FloatActivationsEqualSgemmOfTheDequantizedWeightAtAnyRowCount
       const auto mag = magnitudes(x, n, c, m, k);
       for (size_t e = 0; e < y.size(); ++e) {
         ASSERT_NEAR(y[e], want[e], 1e-6 * mag[e] + 1e-7) << dtype_name(type) << " n=" << n << " element " << e;
+      }
+    }
+  }
+}
+
+// Q, K and V in one call: each output is the very matmul of its weight (same kernel, same
+// activation rounding, same per-element sums), whether the weights share a type or not.
+TEST(StoredMatmul, SharedInputEqualsOneMatmulPerWeight) {
+  std::mt19937 rng(26);
+  const int64_t k = 256;
+  const std::vector<std::vector<DType>> type_sets = {
+      {DType::kQ4_1, DType::kQ4_1, DType::kQ4_1}, {DType::kQ8_0, DType::kQ8_0}, {DType::kQ4_0, DType::kQ6_K, DType::kQ4_0},
+      {DType::kQ4_K, DType::kQ4_K}, {DType::kBF16, DType::kBF16, DType::kBF16}};
+  for (const auto& types : type_sets) {
+    std::vector<Case> cases;
+    for (size_t t = 0; t < types.size(); ++t) cases.push_back(random_case(types[t], 40 + 24 * static_cast<int64_t>(t), k, rng));
+    for (int64_t n : {int64_t{1}, int64_t{3}, cpu::kRowDotMaxRows, cpu::kRowDotMaxRows + 1}) {
+      const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);
+      std::vector<std::vector<float>> got(cases.size()), want(cases.size());
+      for (size_t t = 0; t < cases.size(); ++t) {
+        got[t].assign(static_cast<size_t>(n * cases[t].w.rows()), -1.f);
+        want[t].resize(got[t].size());
+        cpu::matmul(x.data(), n, cases[t].w, want[t].data());
+      }
+      if (cases.size() == 2) {
+        cpu::matmul_shared_input(x.data(), n, {{&cases[0].w, got[0].data()}, {&cases[1].w, got[1].data()}});
+      } else {
+        cpu::matmul_shared_input(x.data(), n, {{&cases[0].w, got[0].data()}, {&cases[1].w, got[1].data()},
+                                               {&cases[2].w, got[2].data()}});
+      }
+      for (size_t t = 0; t < cases.size(); ++t) {
+        EXPECT_EQ(got[t], want[t]) << dtype_name(types[t]) << " output " << t << " n=" << n;
       }
     }
   }

@@ -2,13 +2,17 @@
 // instruction set. The activation row is first converted to the type the kernel multiplies in:
 //
 //   weight        activations   arithmetic
-//   Q4_0, Q8_0    Q8_0 blocks   int8 products summed exactly per block, then d_w·d_x·Σ in float
+//   Q4_0, Q5_0,   Q8_0 blocks   int8 products summed exactly per block, then d_w·d_x·Σ in float
+//   Q8_0
+//   Q4_1, Q5_1    Q8_1 blocks   the same plus the offset's m_w·s_x per block
 //   Q6_K          Q8_0 blocks   the same, with Q6_K's 16-element sub-block scales inside the sum
+//   Q4_K, Q5_K    Q8_0 blocks   per 32-element sub-block Σ q·a and Σ a exact, then
+//                               d·scale·d_x·Σ q·a − dmin·min·d_x·Σ a in float
 //   F16           float32       F16C widening + FMA
 //   BF16          BF16          bf16 pair products (vdpbf16ps), float sums
 //
 // Every kernel has a plain scalar version, the reference the vector ones are tested against.
-// The other block types have no row-dot kernel: matmul widens their rows to float32.
+// Every stored block type has a row-dot kernel; F32 weights go to sgemm.
 #pragma once
 
 #include <cstddef>
@@ -32,8 +36,19 @@ void limit_isa(Isa isa);
 
 using RowDot = float (*)(const std::byte* weight_row, const std::byte* activation_row, int64_t k);
 
+// The form an activation row takes for a row-dot kernel. The int8 forms are ggml's activation
+// blocks: 32 elements q_j = round(x_j / d) with d = max|x_j| / 127, d stored as an f16.
+enum class ActivationType {
+  kF32,
+  kBF16,
+  kQ8_0,  // quant::BlockQ8_0
+  kQ8_1,  // quant::BlockQ8_1: Q8_0 plus s = f16(d·Σq), for weights with an offset (w = d·q + m),
+          // whose products carry m·Σx ≈ m·s
+};
+const char* activation_type_name(ActivationType type);
+
 struct DotKernel {
-  DType activation_type;  // kQ8_0, kF32 or kBF16
+  ActivationType activation_type;
   RowDot dot;
 };
 
@@ -41,10 +56,19 @@ struct DotKernel {
 // kernel, or the CPU lacks `isa`).
 const DotKernel* find_dot_kernel(DType weight_type, Isa isa);
 
-// Bytes of one activation row of k elements as `activation_type`.
-size_t activation_row_bytes(DType activation_type, int64_t k);
-// x[k] -> one activation row. Q8_0 as ggml's quantize_row_q8_0 (d = max|x|/127 stored as f16,
-// q = round(x/d)); BF16 rounds to nearest even; F32 copies.
-void quantize_activation_row(DType activation_type, const float* x, int64_t k, std::byte* out);
+// A kernel for `weight_type` whose activations stay float32 (activation_type kF32), or nullptr:
+// Q4_1 and Q8_0 (codes widened to float in registers) and F16. For products where rounding the
+// activations costs accuracy (the output projection; every Q4_1 product, see matmul.cpp).
+const DotKernel* find_float_dot_kernel(DType weight_type, Isa isa);
+
+// Bytes of one activation row of k elements (k a multiple of 32 for the int8 forms).
+size_t activation_row_bytes(ActivationType type, int64_t k);
+// x[k] -> one activation row. Q8_0 and Q8_1 as ggml's quantize_row_q8_0_ref / q8_1_ref (q rounds
+// halves away from zero; Q8_1's s is d·Σq before either is rounded to f16); BF16 rounds to
+// nearest even; F32 copies.
+void quantize_activation_row(ActivationType type, const float* x, int64_t k, std::byte* out);
+// out[k] = the values the kernels multiply: f16(d)·q for the int8 forms (Q8_1's s aside), the
+// exact widening otherwise. For tests that bound what the rounding costs.
+void dequantize_activation_row(ActivationType type, const std::byte* row, int64_t k, float* out);
 
 }  // namespace star::cpu

@@ -2,23 +2,48 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 
+#include "star/backend/cpu/dot_kernels.h"
 #include "star/model/weight_tensor.h"
 
 namespace star::cpu {
 
 // Up to this many activation rows a product reads each weight row once, in its stored form: the
 // row-dot kernels of star/backend/cpu/dot_kernels.h where the type has one, else the row widened
-// in L1 and dotted in float32. Past it, tiles of the weight are widened to float32 and multiplied
-// with sgemm, where the arithmetic, not the weight bytes, is the cost.
-inline constexpr int64_t kRowDotMaxRows = 8;
+// in L1 and dotted in float32. Past it, where the arithmetic, not the weight bytes, is the cost:
+// on CPUs with AVX512-BF16, activations and weights rounded to bf16 (BF16 weights as stored, the
+// others widened tile by tile) and multiplied by oneDNN; elsewhere, or with best_isa() capped below
+// AVX-512, tiles widened to float32 and multiplied with sgemm. Measured on one thread (AVX-512
+// VNNI; Q4_0, Q4_1, Q8_0; 1536x576 and 576x1536): the row dots take 0.65-0.98x the widened
+// tiles' time at 16 rows and 0.8-1.25x at 24, so 16 is where they stop winning.
+inline constexpr int64_t kRowDotMaxRows = 16;
+
+// The row-dot kernel matmul uses for up to kRowDotMaxRows rows of a `dtype` weight on `isa`, or
+// nullptr (rows widened in L1): find_dot_kernel's, except where rounding the activations to int8
+// blocks costs measured accuracy (Q4_1), find_float_dot_kernel's.
+const DotKernel* few_rows_kernel(DType dtype, Isa isa);
 
 // y[n, m] = x[n, k] · w[m, k]^T, or y += ... when `accumulate`, where w is [m, k] of any DType.
 // x and y are row-major float32 and must not overlap. F32 weights go straight to BLAS.
 void matmul(const float* x, int64_t n, const WeightTensor& w, float* y, bool accumulate = false);
 
+// One product of matmul_shared_input: y = x · w^T.
+struct MatmulOutput {
+  const WeightTensor* w;
+  float* y;
+};
+
+// matmul (not accumulating) of one x against several weights of the same row length: Q, K and V,
+// or gate and up. With few rows and one row-dot kernel for them all (the same stored type), x is
+// converted once and all their rows share one OpenMP region: a decode step otherwise pays a
+// thread start-up and join per matrix, as long as the work on a small K or V projection itself.
+// Any other case runs one matmul per output.
+void matmul_shared_input(const float* x, int64_t n, std::initializer_list<MatmulOutput> outputs);
+
 // matmul (not accumulating) with x kept in float32 whatever w's type: never a row-dot kernel that
-// rounds the activations (to Q8_0 or BF16). For the output projection, where that rounding flips
+// rounds the activations (to Q8_0 or BF16); few rows of Q8_0 and F16 take the float-activation
+// kernels (find_float_dot_kernel), the other types widened rows. For the output projection, where that rounding flips
 // the top token: SmolLM2's tied Q8_0 embedding with Q8_0 activations agrees with float32
 // transformers on the top token at 98.2% of positions, against float32 on every other product.
 void matmul_float_activations(const float* x, int64_t n, const WeightTensor& w, float* y);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <span>
 
 #include "row_dots.h"
 
@@ -15,25 +16,61 @@ struct KernelRow {
 
 const KernelRow kKernels[] = {
     {DType::kQ4_0,
-     {{DType::kQ8_0, row_dots::q4_0_q8_0_scalar},
-      {DType::kQ8_0, row_dots::q4_0_q8_0_avx2},
-      {DType::kQ8_0, row_dots::q4_0_q8_0_avx512}}},
+     {{ActivationType::kQ8_0, row_dots::q4_0_q8_0_scalar},
+      {ActivationType::kQ8_0, row_dots::q4_0_q8_0_avx2},
+      {ActivationType::kQ8_0, row_dots::q4_0_q8_0_avx512}}},
     {DType::kQ8_0,
-     {{DType::kQ8_0, row_dots::q8_0_q8_0_scalar},
-      {DType::kQ8_0, row_dots::q8_0_q8_0_avx2},
-      {DType::kQ8_0, row_dots::q8_0_q8_0_avx512}}},
+     {{ActivationType::kQ8_0, row_dots::q8_0_q8_0_scalar},
+      {ActivationType::kQ8_0, row_dots::q8_0_q8_0_avx2},
+      {ActivationType::kQ8_0, row_dots::q8_0_q8_0_avx512}}},
+    {DType::kQ4_1,
+     {{ActivationType::kQ8_1, row_dots::q4_1_q8_1_scalar},
+      {ActivationType::kQ8_1, row_dots::q4_1_q8_1_avx2},
+      {ActivationType::kQ8_1, row_dots::q4_1_q8_1_avx512}}},
+    {DType::kQ5_0,
+     {{ActivationType::kQ8_0, row_dots::q5_0_q8_0_scalar},
+      {ActivationType::kQ8_0, row_dots::q5_0_q8_0_avx2},
+      {ActivationType::kQ8_0, row_dots::q5_0_q8_0_avx512}}},
+    {DType::kQ5_1,
+     {{ActivationType::kQ8_1, row_dots::q5_1_q8_1_scalar},
+      {ActivationType::kQ8_1, row_dots::q5_1_q8_1_avx2},
+      {ActivationType::kQ8_1, row_dots::q5_1_q8_1_avx512}}},
     {DType::kQ6_K,
-     {{DType::kQ8_0, row_dots::q6_k_q8_0_scalar},
-      {DType::kQ8_0, row_dots::q6_k_q8_0_avx2},
-      {DType::kQ8_0, row_dots::q6_k_q8_0_avx512}}},
+     {{ActivationType::kQ8_0, row_dots::q6_k_q8_0_scalar},
+      {ActivationType::kQ8_0, row_dots::q6_k_q8_0_avx2},
+      {ActivationType::kQ8_0, row_dots::q6_k_q8_0_avx512}}},
+    {DType::kQ4_K,
+     {{ActivationType::kQ8_0, row_dots::q4_k_q8_0_scalar},
+      {ActivationType::kQ8_0, row_dots::q4_k_q8_0_avx2},
+      {ActivationType::kQ8_0, row_dots::q4_k_q8_0_avx512}}},
+    {DType::kQ5_K,
+     {{ActivationType::kQ8_0, row_dots::q5_k_q8_0_scalar},
+      {ActivationType::kQ8_0, row_dots::q5_k_q8_0_avx2},
+      {ActivationType::kQ8_0, row_dots::q5_k_q8_0_avx512}}},
     {DType::kF16,
-     {{DType::kF32, row_dots::f16_f32_scalar},
-      {DType::kF32, row_dots::f16_f32_avx2},
-      {DType::kF32, row_dots::f16_f32_avx512}}},
+     {{ActivationType::kF32, row_dots::f16_f32_scalar},
+      {ActivationType::kF32, row_dots::f16_f32_avx2},
+      {ActivationType::kF32, row_dots::f16_f32_avx512}}},
     {DType::kBF16,
-     {{DType::kBF16, row_dots::bf16_bf16_scalar},
-      {DType::kBF16, row_dots::bf16_bf16_avx2},
-      {DType::kBF16, row_dots::bf16_bf16_avx512}}},
+     {{ActivationType::kBF16, row_dots::bf16_bf16_scalar},
+      {ActivationType::kBF16, row_dots::bf16_bf16_avx2},
+      {ActivationType::kBF16, row_dots::bf16_bf16_avx512}}},
+};
+
+// Kernels that keep the activations in float32 (find_float_dot_kernel).
+const KernelRow kFloatKernels[] = {
+    {DType::kQ4_1,
+     {{ActivationType::kF32, row_dots::q4_1_f32_scalar},
+      {ActivationType::kF32, row_dots::q4_1_f32_avx2},
+      {ActivationType::kF32, row_dots::q4_1_f32_avx512}}},
+    {DType::kQ8_0,
+     {{ActivationType::kF32, row_dots::q8_0_f32_scalar},
+      {ActivationType::kF32, row_dots::q8_0_f32_avx2},
+      {ActivationType::kF32, row_dots::q8_0_f32_avx512}}},
+    {DType::kF16,
+     {{ActivationType::kF32, row_dots::f16_f32_scalar},
+      {ActivationType::kF32, row_dots::f16_f32_avx2},
+      {ActivationType::kF32, row_dots::f16_f32_avx512}}},
 };
 
 Isa detect_isa() {
@@ -56,6 +93,14 @@ Isa detected_isa() {
 
 std::atomic<Isa> isa_limit{Isa::kAvx512};
 
+const DotKernel* find_in(std::span<const KernelRow> table, DType weight_type, Isa isa) {
+  if (static_cast<int>(isa) > static_cast<int>(detected_isa())) return nullptr;
+  for (const KernelRow& row : table) {
+    if (row.weight_type == weight_type) return &row.by_isa[static_cast<int>(isa)];
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 const char* isa_name(Isa isa) {
@@ -73,12 +118,10 @@ Isa best_isa() {
 
 void limit_isa(Isa isa) { isa_limit.store(isa, std::memory_order_relaxed); }
 
-const DotKernel* find_dot_kernel(DType weight_type, Isa isa) {
-  if (static_cast<int>(isa) > static_cast<int>(detected_isa())) return nullptr;
-  for (const KernelRow& row : kKernels) {
-    if (row.weight_type == weight_type) return &row.by_isa[static_cast<int>(isa)];
-  }
-  return nullptr;
+const DotKernel* find_dot_kernel(DType weight_type, Isa isa) { return find_in(kKernels, weight_type, isa); }
+
+const DotKernel* find_float_dot_kernel(DType weight_type, Isa isa) {
+  return find_in(kFloatKernels, weight_type, isa);
 }
 
 }  // namespace star::cpu
