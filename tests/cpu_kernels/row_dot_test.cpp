@@ -92,7 +92,9 @@ double activation_bound(cpu::ActivationType activation_type, const Row& r) {
   if (activation_type == cpu::ActivationType::kQ8_1) {
     for (size_t b = 0; b < r.x.size(); b += quant::kLegacyBlock) {
       double amax = 0, sum_q = 0;
-      for (size_t j = b; j < b + quant::kLegacyBlock; ++j) amax = std::max(amax, std::fabs(static_cast<double>(r.x[j])));
+      for (size_t j = b; j < b + quant::kLegacyBlock; ++j) {
+        amax = std::max(amax, std::fabs(static_cast<double>(r.x[j])));
+      }
       const double d = amax / 127;
       quant::BlockQ8_1 block;
       std::memcpy(&block, r.activation.data() + b / quant::kLegacyBlock * sizeof block, sizeof block);
@@ -250,7 +252,8 @@ TEST(RowDot, FloatActivationKernelsEqualTheFloat64DotUpToFloatRounding) {
           const cpu::DotKernel* fast = cpu::find_float_dot_kernel(type, isa);
           if (fast == nullptr) continue;  // this CPU lacks the instruction set
           const float got = fast->dot(r.weight.data(), r.activation.data(), k);
-          ASSERT_LE(std::fabs(static_cast<double>(got) - want), 2 * rounding) << dtype_name(type) << " " << cpu::isa_name(isa) << " k=" << k;
+          ASSERT_LE(std::fabs(static_cast<double>(got) - want), 2 * rounding)
+              << dtype_name(type) << " " << cpu::isa_name(isa) << " k=" << k;
           ++vector_checked;
         }
       }
