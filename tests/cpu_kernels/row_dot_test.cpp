@@ -104,7 +104,9 @@ double activation_bound(cpu::ActivationType activation_type, const Row& r) {
   if (activation_type == cpu::ActivationType::kQ8_1) {
     for (size_t b = 0; b < r.x.size(); b += quant::kLegacyBlock) {
       double amax = 0, sum_q = 0;
-      for (size_t j = b; j < b + quant::kLegacyBlock; ++j) amax = std::max(amax, std::fabs(static_cast<double>(r.x[j])));
+      for (size_t j = b; j < b + quant::kLegacyBlock; ++j) {
+        amax = std::max(amax, std::fabs(static_cast<double>(r.x[j])));
+      }
       const double d = amax / 127;
       quant::BlockQ8_1 block;
       std::memcpy(&block, r.activation.data() + b / quant::kLegacyBlock * sizeof block, sizeof block);
@@ -245,7 +247,7 @@ TEST(RowDot, Q8_1ActivationsAreQ8_0PlusTheScaledSum) {
 TEST(RowDot, FloatActivationKernelsEqualTheFloat64DotUpToFloatRounding) {
   std::mt19937 rng(14);
   int vector_checked = 0;
-  for (DType type : {DType::kQ4_1, DType::kQ8_0, DType::kF16}) {
+  for (DType type : {DType::kQ4_1, DType::kQ8_0, DType::kQ6_K, DType::kF16}) {
     const cpu::DotKernel* scalar = cpu::find_float_dot_kernel(type, cpu::Isa::kScalar);
     ASSERT_NE(scalar, nullptr) << dtype_name(type);
     ASSERT_EQ(scalar->activation_type, cpu::ActivationType::kF32);
@@ -262,7 +264,8 @@ TEST(RowDot, FloatActivationKernelsEqualTheFloat64DotUpToFloatRounding) {
           const cpu::DotKernel* fast = cpu::find_float_dot_kernel(type, isa);
           if (fast == nullptr) continue;  // this CPU lacks the instruction set
           const float got = fast->dot(r.weight.data(), r.activation.data(), k);
-          ASSERT_LE(std::fabs(static_cast<double>(got) - want), 2 * rounding) << dtype_name(type) << " " << cpu::isa_name(isa) << " k=" << k;
+          ASSERT_LE(std::fabs(static_cast<double>(got) - want), 2 * rounding)
+              << dtype_name(type) << " " << cpu::isa_name(isa) << " k=" << k;
           ++vector_checked;
         }
       }

@@ -1,7 +1,8 @@
 // cpu::matmul over weights of every stored type: up to kRowDotMaxRows activation rows it equals the
-// scalar version of its row-dot kernel (few_rows_kernel) element by element (up to re-association); past it, and for the types
-// without a row-dot kernel at any row count, it equals sgemm on the dequantized weight (up to float
-// rounding). matmul_float_activations equals that sgemm at every row count.
+// scalar version of its row-dot kernel (few_rows_kernel) element by element (up to
+// re-association); past it, and for the types without a row-dot kernel at any row count, it
+// equals sgemm on the dequantized weight (up to float rounding). matmul_float_activations equals
+// that sgemm at every row count; matmul_shared_input equals one matmul per weight.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -149,11 +150,14 @@ TEST(StoredMatmul, SharedInputEqualsOneMatmulPerWeight) {
   std::mt19937 rng(26);
   const int64_t k = 256;
   const std::vector<std::vector<DType>> type_sets = {
-      {DType::kQ4_1, DType::kQ4_1, DType::kQ4_1}, {DType::kQ8_0, DType::kQ8_0}, {DType::kQ4_0, DType::kQ6_K, DType::kQ4_0},
-      {DType::kQ4_K, DType::kQ4_K}, {DType::kBF16, DType::kBF16, DType::kBF16}};
+      {DType::kQ4_1, DType::kQ4_1, DType::kQ4_1}, {DType::kQ8_0, DType::kQ8_0},
+      {DType::kQ4_0, DType::kQ6_K, DType::kQ4_0}, {DType::kQ4_K, DType::kQ4_K},
+      {DType::kBF16, DType::kBF16, DType::kBF16}};
   for (const auto& types : type_sets) {
     std::vector<Case> cases;
-    for (size_t t = 0; t < types.size(); ++t) cases.push_back(random_case(types[t], 40 + 24 * static_cast<int64_t>(t), k, rng));
+    for (size_t t = 0; t < types.size(); ++t) {
+      cases.push_back(random_case(types[t], 40 + 24 * static_cast<int64_t>(t), k, rng));
+    }
     for (int64_t n : {int64_t{1}, int64_t{3}, cpu::kRowDotMaxRows, cpu::kRowDotMaxRows + 1}) {
       const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);
       std::vector<std::vector<float>> got(cases.size()), want(cases.size());

@@ -1,7 +1,7 @@
 // Q6_K rows widened to float32 for the matmul's row and tile paths. The formula and its order are
 // quant::dequantize_rows' (the results are bit-identical), decoding the codes first
-// (q6_k_codes.h) so that the loop vectorizes. Q6_K is what llama.cpp's quantizer
-// stores the output projection as, so every quantized model's decode widens one per token.
+// (q6_k_codes.h) so that the loop vectorizes. Prefill widens every Q6_K matrix (the output
+// projection of llama.cpp's K-quant files among them) tile by tile through it.
 #include "star/model/dtype.h"
 #include "star/quant/blocks.h"
 #include "q6_k_codes.h"
