@@ -1,9 +1,12 @@
 #include "star/engine/inference.h"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 
 #include "star/attention/plan_builder.h"
+#include "star/common/cpu_clock.h"
+#include "star/engine/rocket_compaction.h"
 
 namespace star {
 
@@ -63,12 +66,32 @@ Result<EncodedContext> encode_request_context(const RuntimeModel& model, Communi
   out.algorithm = plan->algorithm;
   out.context_tokens = static_cast<int64_t>(context_ids.size());
   const bool host = comm.rank() == plan->query_host;
+  const bool rocket = attention.sparse.algorithm == "rocket";
+  if (rocket) {
+    if (Status s = check_rocket_plan(*plan, attention.sparse.rocket); !s.ok()) return s;
+  }
   Result<std::unique_ptr<KvShard>> shard =
-      model.engine->new_shard(plan->ranks[comm.rank()].shard.size() + (host ? reserve_tokens : 0));
+      model.engine->new_shard(plan->ranks[comm.rank()].shard.size() + (host && !rocket ? reserve_tokens : 0));
   if (!shard.ok()) return shard.status();
   out.shard = std::move(*shard);
-  Result<Phase1Stats> phase1 = encode_context(*model.engine, *plan, comm, *out.shard, progress);
+  rocket::WindowQueries window;
+  Result<Phase1Stats> phase1 =
+      encode_context(*model.engine, *plan, comm, *out.shard, progress,
+                     rocket ? WindowRecording{attention.sparse.rocket.window_size, &window} : WindowRecording{});
   if (!phase1.ok()) return phase1.status();
+  if (rocket) {
+    // Stage 1 is part of encoding the context: its time counts in Phase 1's.
+    const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = process_cpu_seconds();
+    Result<std::unique_ptr<KvShard>> compacted =
+        compact_for_rocket(*model.engine, comm, *plan, attention.sparse.rocket, window, *out.shard);
+    if (!compacted.ok()) return compacted.status();
+    out.shard = std::move(*compacted);
+    phase1->shard_tokens = out.shard->tokens();
+    phase1->shard_bytes = out.shard->bytes();
+    phase1->wall_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    phase1->compute_seconds += process_cpu_seconds() - cpu_start;
+  }
 
   auto wall = gather_one(comm, phase1->wall_seconds);
   auto compute = gather_one(comm, phase1->compute_seconds);

@@ -1,0 +1,37 @@
+// RocketKV's observation window: the queries (after RoPE) of the last W context tokens in every
+// layer. The query host records them while Phase 1 encodes its last block; stage 1 broadcasts them
+// so every rank scores its own shard against the same window.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "star/model/layer_attention.h"
+
+namespace star::rocket {
+
+struct WindowQueries {
+  int64_t rows = 0;       // W: at most the window size, fewer when the recorded pass was shorter
+  int64_t q_floats = 0;   // Hq × d of one row
+  std::vector<float> q;   // [layers, rows, Hq, d]
+
+  const float* layer(int64_t l) const { return q.data() + l * rows * q_floats; }
+};
+
+// A LayerAttention that records the queries of the last `rows` new tokens of each layer into
+// `out`, then lets `inner` attend as if it were called directly.
+class QueryRecorder final : public LayerAttention {
+ public:
+  QueryRecorder(LayerAttention& inner, int64_t n_layers, int64_t q_floats, int64_t rows, WindowQueries& out);
+  Status begin(int64_t n_new) override;
+  Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out) override;
+
+ private:
+  LayerAttention& inner_;
+  int64_t n_layers_;
+  int64_t q_floats_;
+  int64_t rows_;
+  WindowQueries& out_;
+};
+
+}  // namespace star::rocket
