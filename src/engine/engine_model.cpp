@@ -12,6 +12,8 @@ Status no_rocket(const EngineModel& model) {
 
 }  // namespace
 
+Status EngineModel::supports_rocket() const { return no_rocket(*this); }
+
 Result<std::unique_ptr<EngineAttention>> EngineModel::recording_queries(std::unique_ptr<EngineAttention>, int64_t,
                                                                         rocket::WindowQueries&) {
   return no_rocket(*this);

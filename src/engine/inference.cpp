@@ -68,6 +68,7 @@ Result<EncodedContext> encode_request_context(const RuntimeModel& model, Communi
   const bool host = comm.rank() == plan->query_host;
   const bool rocket = attention.sparse.algorithm == "rocket";
   if (rocket) {
+    if (Status s = model.engine->supports_rocket(); !s.ok()) return s;
     if (Status s = check_rocket_plan(*plan, attention.sparse.rocket); !s.ok()) return s;
   }
   Result<std::unique_ptr<KvShard>> shard =

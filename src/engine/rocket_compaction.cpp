@@ -71,7 +71,9 @@ Result<std::unique_ptr<KvShard>> compact_for_rocket(EngineModel& model, Communic
     return failed_precondition("rocket: shard of " + std::to_string(shard.tokens()) + " tokens, plan says " +
                                std::to_string(plan.ranks[me].shard.size()));
   }
-  if (L <= config.prompt_budget) return model.compacted_shard(shard, keep_everything(layers, kv_heads, shard.tokens()), config);
+  if (L <= config.prompt_budget) {
+    return model.compacted_shard(shard, keep_everything(layers, kv_heads, shard.tokens()), config);
+  }
 
   int64_t W = me == plan.query_host ? window.rows : 0;
   if (Status s = comm.broadcast(&W, sizeof W, plan.query_host); !s.ok()) return s;

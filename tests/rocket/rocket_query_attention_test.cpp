@@ -60,13 +60,10 @@ class RocketQuery : public ::testing::Test {
       if (t % 2 == 0) keep[1].push_back(t);
     }
     cache_.keep_rows(0, full, keep);
+    head_k_.resize(kHkv);
+    head_v_.resize(kHkv);
     for (int64_t kv = 0; kv < kHkv; ++kv) {
-      head_k_.emplace_back();
-      head_v_.emplace_back();
-      for (int64_t t : keep[kv]) {
-        head_k_[kv].insert(head_k_[kv].end(), keys_.begin() + (t * kHkv + kv) * kD, keys_.begin() + (t * kHkv + kv + 1) * kD);
-        head_v_[kv].insert(head_v_[kv].end(), values_.begin() + (t * kHkv + kv) * kD, values_.begin() + (t * kHkv + kv + 1) * kD);
-      }
+      for (int64_t t : keep[kv]) append_row(keys_, values_, t, kv);
     }
     config_.window_size = 5;
     config_.page_size = 4;
@@ -74,12 +71,15 @@ class RocketQuery : public ::testing::Test {
     config_.topr = 16;
   }
 
-  // Appends one new token's k and v to the per-head reference copies.
+  // Appends head kv's row of token t of k and v [*, Hkv, d] to the per-head reference copies.
+  void append_row(const std::vector<float>& k, const std::vector<float>& v, int64_t t, int64_t kv) {
+    const auto at = static_cast<std::ptrdiff_t>((t * kHkv + kv) * kD);
+    head_k_[kv].insert(head_k_[kv].end(), k.begin() + at, k.begin() + at + kD);
+    head_v_[kv].insert(head_v_[kv].end(), v.begin() + at, v.begin() + at + kD);
+  }
+  // Appends every head's row of a new token.
   void append_reference(const std::vector<float>& k, const std::vector<float>& v, int64_t t) {
-    for (int64_t kv = 0; kv < kHkv; ++kv) {
-      head_k_[kv].insert(head_k_[kv].end(), k.begin() + (t * kHkv + kv) * kD, k.begin() + (t * kHkv + kv + 1) * kD);
-      head_v_[kv].insert(head_v_[kv].end(), v.begin() + (t * kHkv + kv) * kD, v.begin() + (t * kHkv + kv + 1) * kD);
-    }
+    for (int64_t kv = 0; kv < kHkv; ++kv) append_row(k, v, t, kv);
   }
 
   std::vector<float> keys_, values_;

@@ -60,6 +60,7 @@ class CpuEngineModel final : public EngineModel {
   Result<std::unique_ptr<EngineAttention>> sharded_query(Communicator& comm, KvShard& shard, bool is_query_host,
                                                          AttentionWindow window) override;
 
+  Status supports_rocket() const override { return ok_status(); }
   Result<std::unique_ptr<EngineAttention>> recording_queries(std::unique_ptr<EngineAttention> inner, int64_t rows,
                                                              rocket::WindowQueries& out) override;
   Result<std::vector<float>> shard_keys(const KvShard& shard, int64_t layer) override;

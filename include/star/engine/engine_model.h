@@ -76,7 +76,9 @@ class EngineModel {
   virtual Result<std::unique_ptr<EngineAttention>> sharded_query(Communicator& comm, KvShard& shard,
                                                                  bool is_query_host, AttentionWindow window) = 0;
 
-  // RocketKV (rocket_compaction.h). A backend without it answers UNIMPLEMENTED naming itself.
+  // RocketKV (rocket_compaction.h). A backend without it answers UNIMPLEMENTED naming itself, from
+  // supports_rocket() before any work and from each call below.
+  virtual Status supports_rocket() const;
   // `inner`, recording the queries of the last `rows` new tokens of each layer into `out`.
   virtual Result<std::unique_ptr<EngineAttention>> recording_queries(std::unique_ptr<EngineAttention> inner,
                                                                      int64_t rows, rocket::WindowQueries& out);

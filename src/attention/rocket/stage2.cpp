@@ -33,7 +33,9 @@ std::vector<int64_t> select_pages(const float* q, int64_t group, const KtPages& 
       const float* bound_min = kt.kmin(p);
       const float* bound_max = kt.kmax(p);
       double acc = 0;
-      for (int64_t c : channels) acc += q[g * d + c] * static_cast<double>(direction[c] > 0 ? bound_max[c] : bound_min[c]);
+      for (int64_t c : channels) {
+        acc += q[g * d + c] * static_cast<double>(direction[c] > 0 ? bound_max[c] : bound_min[c]);
+      }
       s[p] = acc * scale;
       m = std::max(m, s[p]);
     }

@@ -36,10 +36,12 @@ CLI::App* add_rocket_command(CLI::App& app, RocketCommandOptions& o) {
   cmd->add_option("--model", o.model_path, "HF model directory or .gguf file")->required();
   cmd->add_option("--context", o.context, "context tokens")->capture_default_str()->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--query", o.query, "query tokens")->capture_default_str()->check(CLI::Range(1, 1 << 16));
-  cmd->add_option("--decode-tokens", o.decode_tokens, "tokens generated")->capture_default_str()->check(CLI::Range(2, 1 << 16));
+  cmd->add_option("--decode-tokens", o.decode_tokens, "tokens generated")
+      ->capture_default_str()->check(CLI::Range(2, 1 << 16));
   cmd->add_option("--rounds", o.rounds, "rounds over all budgets (the median is reported)")
       ->capture_default_str()->check(CLI::Range(1, 100));
-  cmd->add_option("--budgets", o.budgets, "prompt_budget values (comma-separated)")->capture_default_str()->delimiter(',')
+  cmd->add_option("--budgets", o.budgets, "prompt_budget values (comma-separated)")
+      ->capture_default_str()->delimiter(',')
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   cmd->add_option("--window-size", o.rocket.window_size, "RocketKV window_size")->capture_default_str();
   cmd->add_option("--kernel-size", o.rocket.kernel_size, "RocketKV kernel_size")->capture_default_str();
@@ -77,6 +79,7 @@ int run_rocket_command(const CLI::App& command, const RocketCommandOptions& o) {
   for (int64_t i = 0; i < o.query; ++i) query_ids.push_back(static_cast<int32_t>(rng() % vocab));
   Result<BlockPlan> plan = build_block_plan(context_ids, comm.size(), *attention);
   if (!plan.ok()) return fail(plan.status(), 2);
+  if (Status s = engine.supports_rocket(); !s.ok()) return fail(s, 2);
   if (Status s = check_rocket_plan(*plan, o.rocket); !s.ok()) return fail(s, 2);
 
   EncodedContext full;
