@@ -4,6 +4,7 @@
 #include <cstring>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "star/attention/rocket/stage1.h"
@@ -46,6 +47,21 @@ Keep keep_everything(int64_t layers, int64_t kv_heads, int64_t tokens) {
 }  // namespace
 
 Status check_rocket_plan(const BlockPlan& plan, const RocketConfig& config) {
+  // The engine's own guard; the configuration readers validate the same fields with the user's names.
+  const auto field = [](const char* name, int64_t value, const std::string& rule) {
+    return invalid_argument(std::string("sparse_attention.") + name + ": " + std::to_string(value) + " (" + rule + ")");
+  };
+  for (auto [name, value] : {std::pair{"window_size", config.window_size}, std::pair{"kernel_size", config.kernel_size},
+                             std::pair{"topk", config.topk}, std::pair{"topr", config.topr}}) {
+    if (value < 1) return field(name, value, "must be >= 1");
+  }
+  if (config.page_size < 1 || (config.page_size & (config.page_size - 1)) != 0) {
+    return field("page_size", config.page_size, "must be a power of two");
+  }
+  if (config.prompt_budget < config.window_size) {
+    return field("prompt_budget", config.prompt_budget,
+                 "must be >= window_size " + std::to_string(config.window_size));
+  }
   if (plan.window.bounded()) {
     return invalid_argument("sparse_attention 'rocket': not with attention '" + plan.algorithm +
                             "' (its sliding window already bounds the keys)");

@@ -23,8 +23,9 @@
 
 namespace star {
 
-// Ok when RocketKV can follow `plan`: shards must end with their newest tokens, so neither a
-// windowed plan (streaming) nor keep_prefix_kv.
+// Ok when RocketKV can follow `plan` with `config`: shards must end with their newest tokens, so
+// neither a windowed plan (streaming) nor keep_prefix_kv; sizes positive, page_size a power of two,
+// prompt_budget >= window_size. Otherwise INVALID_ARGUMENT naming the field.
 Status check_rocket_plan(const BlockPlan& plan, const RocketConfig& config);
 
 // Collective. `window` is read on the query host only. Returns this rank's compacted shard.
