@@ -57,7 +57,8 @@ Result<std::vector<T>> gather_one(Communicator& comm, T value) {
 
 Result<EncodedContext> encode_request_context(const RuntimeModel& model, Communicator& comm,
                                               std::span<const int32_t> context_ids, const AttentionConfig& attention,
-                                              int64_t reserve_tokens, const BlockProgress& progress) {
+                                              int64_t reserve_tokens, const BlockProgress& progress,
+                                              std::span<const int32_t> query_ids) {
   Result<BlockPlan> plan = build_block_plan(context_ids, comm.size(), attention);
   if (!plan.ok()) return plan.status();
 
@@ -71,8 +72,11 @@ Result<EncodedContext> encode_request_context(const RuntimeModel& model, Communi
     if (Status s = model.engine->supports_rocket(); !s.ok()) return s;
     if (Status s = check_rocket_plan(*plan, attention.sparse.rocket); !s.ok()) return s;
   }
+  // RocketKV's query host keeps room for one pass of the query only: its answer goes to the
+  // compacted shard.
+  const auto room = static_cast<int64_t>(rocket ? query_ids.size() : reserve_tokens);
   Result<std::unique_ptr<KvShard>> shard =
-      model.engine->new_shard(plan->ranks[comm.rank()].shard.size() + (host && !rocket ? reserve_tokens : 0));
+      model.engine->new_shard(plan->ranks[comm.rank()].shard.size() + (host ? room : 0));
   if (!shard.ok()) return shard.status();
   out.shard = std::move(*shard);
   rocket::WindowQueries window;
@@ -85,7 +89,7 @@ Result<EncodedContext> encode_request_context(const RuntimeModel& model, Communi
     const auto start = std::chrono::steady_clock::now();
     const double cpu_start = process_cpu_seconds();
     Result<std::unique_ptr<KvShard>> compacted =
-        compact_for_rocket(*model.engine, comm, *plan, attention.sparse.rocket, window, *out.shard);
+        rocket_stage1(*model.engine, comm, *plan, attention.sparse.rocket, window, query_ids, *out.shard);
     if (!compacted.ok()) return compacted.status();
     out.shard = std::move(*compacted);
     phase1->shard_tokens = out.shard->tokens();
@@ -123,7 +127,7 @@ Result<InferenceOutcome> run_inference(const RuntimeModel& model, Communicator& 
   if (Status s = validate_request(model.llama->config(), request); !s.ok()) return s;
   const int64_t reserve = static_cast<int64_t>(request.query_ids.size()) + request.generation.max_tokens;
   Result<EncodedContext> context =
-      encode_request_context(model, comm, request.context_ids, request.attention, reserve, progress);
+      encode_request_context(model, comm, request.context_ids, request.attention, reserve, progress, request.query_ids);
   if (!context.ok()) return context.status();
   InferenceOutcome out;
   static_cast<EncodedContext&>(out) = std::move(*context);

@@ -74,6 +74,7 @@ Result<Phase1Stats> encode_context(EngineModel& model, const BlockPlan& plan, Co
     }
     Result<std::vector<float>> r = model.forward(step.token_ids, step.positions, **attention, 0);
     if (!r.ok()) return r.status();
+    if (&step == recorded) window.out->context_rows = window.out->rows;
     communication += (*attention)->communication_cpu_seconds();
     stats.tokens_processed += static_cast<int64_t>(step.token_ids.size());
     if (encodes_a_block(step)) {

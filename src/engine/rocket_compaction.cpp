@@ -14,14 +14,15 @@ namespace {
 
 using Keep = std::vector<std::vector<std::vector<int64_t>>>;  // [layer][kv] ascending rows
 
-// Where each rank's scored keys sit in the context's scored sequence [0, L − W): ranks ordered by
-// shard start (a rank's shard is one contiguous range; the query host's ends with the window).
+// Where each rank's scored keys sit in the context's scored sequence [0, L − C): ranks ordered by
+// shard start (a rank's shard is one contiguous range; the query host's ends with the window's C
+// context tokens).
 struct ScoredLayout {
   std::vector<int64_t> count, offset;  // per rank
   int64_t longest = 0;
 };
 
-ScoredLayout scored_layout(const BlockPlan& plan, int64_t window) {
+ScoredLayout scored_layout(const BlockPlan& plan, int64_t window_context_rows) {
   const auto P = static_cast<int>(plan.ranks.size());
   ScoredLayout out{std::vector<int64_t>(P), std::vector<int64_t>(P)};
   std::vector<int> order(P);
@@ -30,7 +31,7 @@ ScoredLayout scored_layout(const BlockPlan& plan, int64_t window) {
                    [&](int a, int b) { return plan.ranks[a].shard.begin < plan.ranks[b].shard.begin; });
   int64_t next = 0;
   for (int r : order) {
-    out.count[r] = plan.ranks[r].shard.size() - (r == plan.query_host ? window : 0);
+    out.count[r] = plan.ranks[r].shard.size() - (r == plan.query_host ? window_context_rows : 0);
     out.offset[r] = next;
     next += out.count[r];
     out.longest = std::max(out.longest, out.count[r]);
@@ -91,22 +92,26 @@ Result<std::unique_ptr<KvShard>> compact_for_rocket(EngineModel& model, Communic
     return model.compacted_shard(shard, keep_everything(layers, kv_heads, shard.tokens()), config);
   }
 
-  int64_t W = me == plan.query_host ? window.rows : 0;
-  if (Status s = comm.broadcast(&W, sizeof W, plan.query_host); !s.ok()) return s;
-  if (W < 1) return internal_error("rocket: the query host recorded no window queries");
+  // W window rows; the first C of them are the query host's last context tokens.
+  int64_t rows[2] = {window.rows, window.context_rows};
+  if (Status s = comm.broadcast(rows, sizeof rows, plan.query_host); !s.ok()) return s;
+  const int64_t W = rows[0], C = rows[1];
+  if (W < 1 || C > W || C > plan.ranks[plan.query_host].shard.size()) {
+    return internal_error("rocket: the query host recorded no usable window queries");
+  }
   const int64_t qw_floats = W * c.n_heads * c.head_dim;
   std::vector<float> qw(layers * qw_floats);
   if (me == plan.query_host) std::copy(window.q.begin(), window.q.end(), qw.begin());
   if (Status s = comm.broadcast(qw, plan.query_host); !s.ok()) return s;
 
-  const ScoredLayout layout = scored_layout(plan, W);
-  if (std::accumulate(layout.count.begin(), layout.count.end(), int64_t{0}) != L - W) {
+  const ScoredLayout layout = scored_layout(plan, C);
+  if (std::accumulate(layout.count.begin(), layout.count.end(), int64_t{0}) != L - C) {
     return internal_error("rocket: the plan's shards do not tile the context");
   }
   const int P = comm.size();
   const int64_t mine = layout.count[me], lse_size = c.n_heads * W, longest = layout.longest;
   std::vector<double> lse_all(P * lse_size), scores_sent(kv_heads * longest), scores_all(P * kv_heads * longest);
-  std::vector<double> sequence(L - W);
+  std::vector<double> sequence(L - C);
   Keep keep(layers, std::vector<std::vector<int64_t>>(kv_heads));
   for (int64_t l = 0; l < layers; ++l) {
     Result<std::vector<float>> keys = model.shard_keys(shard, l);
@@ -132,10 +137,33 @@ Result<std::unique_ptr<KvShard>> compact_for_rocket(EngineModel& model, Communic
       for (int64_t t : rocket::top_ascending(pooled, config.prompt_budget - W)) {
         if (t >= layout.offset[me] && t < layout.offset[me] + mine) keep[l][kv].push_back(t - layout.offset[me]);
       }
-      for (int64_t t = mine; t < shard.tokens(); ++t) keep[l][kv].push_back(t);  // the query host's window
+      for (int64_t t = mine; t < shard.tokens(); ++t) keep[l][kv].push_back(t);  // the window's context rows
     }
   }
   return model.compacted_shard(shard, keep, config);
+}
+
+Result<std::unique_ptr<KvShard>> rocket_stage1(EngineModel& model, Communicator& comm, const BlockPlan& plan,
+                                               const RocketConfig& config, const rocket::WindowQueries& context_window,
+                                               std::span<const int32_t> query_ids, KvShard& shard) {
+  if (query_ids.empty() || plan.context_tokens <= config.prompt_budget) {
+    return compact_for_rocket(model, comm, plan, config, context_window, shard);
+  }
+  Result<std::unique_ptr<EngineAttention>> pass =
+      model.sharded_query(comm, shard, comm.rank() == plan.query_host, plan.window);
+  if (!pass.ok()) return pass.status();
+  rocket::WindowQueries query_window;
+  pass = model.recording_queries(std::move(*pass), config.window_size, query_window);
+  if (!pass.ok()) return pass.status();
+  std::vector<int32_t> positions(query_ids.size());
+  std::iota(positions.begin(), positions.end(), static_cast<int32_t>(plan.query_position_start));
+  const int64_t tokens = shard.tokens();
+  Result<std::vector<float>> r = model.forward(query_ids, positions, **pass, 0);
+  shard.truncate(tokens);
+  if (!r.ok()) return r.status();
+  const rocket::WindowQueries window =
+      rocket::prompt_window(context_window, query_window, config.window_size, model.config().n_layers);
+  return compact_for_rocket(model, comm, plan, config, window, shard);
 }
 
 }  // namespace star

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <utility>
 
 #include "star/attention/rocket/stage1.h"
 #include "star/engine/cpu_engine_model.h"
@@ -107,8 +108,9 @@ TEST_F(RocketBudget, GlobalBudgetIsExactAndEqualsOneRankTopK) {
     qw[l].resize(config.window_size * qf);
     for (float& x : qw[l]) x = normal(rng);
   }
-  for (bool reversed : {true, false}) {
-    SCOPED_TRACE(reversed ? "reversed uneven shards" : "all on rank 0");
+  // The window's first C rows are the last context tokens, the rest query tokens (in no shard).
+  for (auto [reversed, C] : {std::pair{true, int64_t{8}}, std::pair{false, int64_t{8}}, std::pair{true, int64_t{3}}}) {
+    SCOPED_TRACE((reversed ? "reversed uneven shards" : "all on rank 0") + std::string(", C=") + std::to_string(C));
     const BlockPlan plan = layout_plan(L, comm_.size(), reversed);
     ASSERT_TRUE(check_rocket_plan(plan, config).ok());
     const TokenRange mine = plan.ranks[comm_.rank()].shard;
@@ -123,6 +125,7 @@ TEST_F(RocketBudget, GlobalBudgetIsExactAndEqualsOneRankTopK) {
     rocket::WindowQueries window;
     if (comm_.rank() == plan.query_host) {
       window.rows = config.window_size;
+      window.context_rows = C;
       window.q_floats = qf;
       for (const auto& q : qw) window.q.insert(window.q.end(), q.begin(), q.end());
     }
@@ -131,8 +134,21 @@ TEST_F(RocketBudget, GlobalBudgetIsExactAndEqualsOneRankTopK) {
     const rocket::CompactedKvCache& kept = dynamic_cast<CpuCompactedShard&>(**compacted).cache;
 
     for (int64_t l = 0; l < c.n_layers; ++l) {
-      const auto reference = rocket::select_tokens(qw[l].data(), keys[l].data(), L, shape, config.prompt_budget,
-                                                   config.window_size, config.kernel_size);
+      // One rank's stage 1 over the whole context (select_tokens when the window is all context).
+      const int64_t W = config.window_size, scored = L - C;
+      const auto lse = rocket::window_logsumexp(qw[l].data(), W, keys[l].data(), scored, shape);
+      const auto scores = rocket::window_scores(qw[l].data(), W, keys[l].data(), scored, shape, lse);
+      std::vector<std::vector<int64_t>> reference(c.n_kv_heads);
+      for (int64_t kv = 0; kv < c.n_kv_heads; ++kv) {
+        const auto pooled =
+            rocket::max_pool_same(std::span(scores).subspan(kv * scored, scored), config.kernel_size);
+        reference[kv] = rocket::top_ascending(pooled, config.prompt_budget - W);
+        for (int64_t t = scored; t < L; ++t) reference[kv].push_back(t);
+      }
+      if (C == W) {
+        EXPECT_EQ(reference, rocket::select_tokens(qw[l].data(), keys[l].data(), L, shape, config.prompt_budget, W,
+                                                   config.kernel_size));
+      }
       for (int64_t kv = 0; kv < c.n_kv_heads; ++kv) {
         std::vector<int64_t> expected;
         for (int64_t t : reference[kv]) {
@@ -151,7 +167,7 @@ TEST_F(RocketBudget, GlobalBudgetIsExactAndEqualsOneRankTopK) {
         int64_t count = kept.kept(l, kv);
         std::vector<int64_t> counts(comm_.size());
         ASSERT_TRUE(comm_.all_gather(&count, sizeof count, counts.data()).ok());
-        EXPECT_EQ(std::accumulate(counts.begin(), counts.end(), int64_t{0}), config.prompt_budget);
+        EXPECT_EQ(std::accumulate(counts.begin(), counts.end(), int64_t{0}), config.prompt_budget - config.window_size + C);
       }
     }
   }
@@ -198,10 +214,13 @@ TEST_F(RocketBudget, SmallBudgetShrinksEveryShardAndContextsAnswerAgain) {
     EXPECT_LT(b.shard_bytes[r], a.shard_bytes[r] + (a.shard_bytes[r] == 0 ? 1 : 0)) << "rank " << r;
     total += b.shard_bytes[r];
   }
-  // B tokens' K and V per layer and KV head, and two float rows (min, max) per KT page.
-  const size_t kv_bytes = c.n_layers * c.n_kv_heads * rc.prompt_budget * 2 * row;
-  EXPECT_GE(total, kv_bytes);
-  EXPECT_LE(total, kv_bytes + c.n_layers * c.n_kv_heads * (rc.prompt_budget / rc.page_size + comm_.size()) * 2 * row);
+  // The window is the 6 query tokens and the last 2 context tokens: B − 6 context tokens' K and V
+  // per layer and KV head, and two float rows (min, max) per KT page.
+  const int64_t kept = rc.prompt_budget - static_cast<int64_t>(sparse.query_ids.size());
+  const size_t kv_bytes = c.n_layers * c.n_kv_heads * kept * 2 * row;
+  const size_t pages_bytes = c.n_layers * c.n_kv_heads * 2 * row;
+  EXPECT_GE(total, kv_bytes + pages_bytes * (kept / rc.page_size));
+  EXPECT_LE(total, kv_bytes + pages_bytes * (kept / rc.page_size + comm_.size()));
   if (comm_.rank() == 0) EXPECT_EQ(b.generation.tokens.size(), 12u);
 
   // The compacted context answers a second time exactly as the first (the shard is restored).
