@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "star/attention/layer_attentions.h"
+#include "star/attention/rocket/rocket_query_attention.h"
 
 namespace star {
 namespace {
@@ -17,6 +18,9 @@ class CpuAttention : public EngineAttention {
 
 template <typename Attention>
 class CpuAttentionOf final : public CpuAttention {
+  static constexpr bool kGathers =
+      std::is_same_v<Attention, ShardedQueryAttention> || std::is_same_v<Attention, rocket::RocketQueryAttention>;
+
  public:
   template <typename... Args>
   explicit CpuAttentionOf(Args&&... args) : attention_(std::forward<Args>(args)...) {}
@@ -27,11 +31,11 @@ class CpuAttentionOf final : public CpuAttention {
     return 0;
   }
   int64_t floats_sent() const override {
-    if constexpr (std::is_same_v<Attention, ShardedQueryAttention>) return attention_.floats_sent();
+    if constexpr (kGathers) return attention_.floats_sent();
     return 0;
   }
   double gather_merge_seconds() const override {
-    if constexpr (std::is_same_v<Attention, ShardedQueryAttention>) return attention_.gather_merge_seconds();
+    if constexpr (kGathers) return attention_.gather_merge_seconds();
     return 0;
   }
   void set_skip_softmax(double scale_factor) override { attention_.set_skip_softmax(scale_factor); }
@@ -39,6 +43,22 @@ class CpuAttentionOf final : public CpuAttention {
 
  private:
   Attention attention_;
+};
+
+// Another CPU attention whose queries a QueryRecorder copies on the way in.
+class CpuRecordingAttention final : public CpuAttention {
+ public:
+  CpuRecordingAttention(std::unique_ptr<EngineAttention> inner, CpuAttention& inner_cpu, int64_t n_layers,
+                        int64_t q_floats, int64_t rows, rocket::WindowQueries& out)
+      : inner_(std::move(inner)), recorder_(inner_cpu.layer(), n_layers, q_floats, rows, out) {}
+  LayerAttention& layer() override { return recorder_; }
+  double communication_cpu_seconds() const override { return inner_->communication_cpu_seconds(); }
+  int64_t floats_sent() const override { return inner_->floats_sent(); }
+  double gather_merge_seconds() const override { return inner_->gather_merge_seconds(); }
+
+ private:
+  std::unique_ptr<EngineAttention> inner_;
+  rocket::QueryRecorder recorder_;
 };
 
 template <typename Attention, typename... Args>
@@ -101,9 +121,40 @@ Result<std::unique_ptr<EngineAttention>> CpuEngineModel::ring_segment(Communicat
 
 Result<std::unique_ptr<EngineAttention>> CpuEngineModel::sharded_query(Communicator& comm, KvShard& shard,
                                                                        bool is_query_host, AttentionWindow window) {
+  if (auto* compacted = dynamic_cast<CpuCompactedShard*>(&shard)) {
+    return make<rocket::RocketQueryAttention>(AttentionShape::of(config()), comm, compacted->cache, is_query_host,
+                                              compacted->config);
+  }
   KvCache* s = cache_of(shard);
   if (s == nullptr) return foreign("sharded_query: a shard");
   return make<ShardedQueryAttention>(AttentionShape::of(config()), comm, *s, is_query_host, window);
+}
+
+Result<std::unique_ptr<EngineAttention>> CpuEngineModel::recording_queries(std::unique_ptr<EngineAttention> inner,
+                                                                           int64_t rows, rocket::WindowQueries& out) {
+  auto* cpu = dynamic_cast<CpuAttention*>(inner.get());
+  if (cpu == nullptr) return foreign("recording_queries: an attention");
+  const LlamaConfig& c = config();
+  return std::unique_ptr<EngineAttention>(std::make_unique<CpuRecordingAttention>(
+      std::move(inner), *cpu, c.n_layers, c.n_heads * c.head_dim, rows, out));
+}
+
+Result<std::vector<float>> CpuEngineModel::shard_keys(const KvShard& shard, int64_t layer) {
+  const KvCache* cache = cache_of(shard);
+  if (cache == nullptr) return foreign("shard_keys: a shard");
+  std::vector<float> keys(cache->tokens() * cache->row_elements());
+  decode_kv(cache->dtype(), cache->keys(layer).data, static_cast<int64_t>(keys.size()), keys.data());
+  return keys;
+}
+
+Result<std::unique_ptr<KvShard>> CpuEngineModel::compacted_shard(
+    const KvShard& shard, const std::vector<std::vector<std::vector<int64_t>>>& keep, const RocketConfig& config) {
+  const KvCache* cache = cache_of(shard);
+  if (cache == nullptr) return foreign("compacted_shard: a shard");
+  const LlamaConfig& c = model_.config();
+  rocket::CompactedKvCache compacted(c.n_layers, c.n_kv_heads, c.head_dim, kv_dtype_, config.page_size);
+  for (int64_t l = 0; l < c.n_layers; ++l) compacted.keep_rows(l, *cache, keep[l]);
+  return std::unique_ptr<KvShard>(std::make_unique<CpuCompactedShard>(std::move(compacted), config));
 }
 
 Result<std::vector<float>> CpuEngineModel::forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,

@@ -1,9 +1,12 @@
 #include "star/engine/inference.h"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 
 #include "star/attention/plan_builder.h"
+#include "star/common/cpu_clock.h"
+#include "star/engine/rocket_compaction.h"
 
 namespace star {
 
@@ -54,7 +57,8 @@ Result<std::vector<T>> gather_one(Communicator& comm, T value) {
 
 Result<EncodedContext> encode_request_context(const RuntimeModel& model, Communicator& comm,
                                               std::span<const int32_t> context_ids, const AttentionConfig& attention,
-                                              int64_t reserve_tokens, const BlockProgress& progress) {
+                                              int64_t reserve_tokens, const BlockProgress& progress,
+                                              std::span<const int32_t> query_ids) {
   Result<BlockPlan> plan = build_block_plan(context_ids, comm.size(), attention);
   if (!plan.ok()) return plan.status();
 
@@ -64,13 +68,36 @@ Result<EncodedContext> encode_request_context(const RuntimeModel& model, Communi
   out.context_tokens = static_cast<int64_t>(context_ids.size());
   if (attention.sparse.algorithm == "skip_softmax") out.layout.skip_softmax = attention.sparse.skip_softmax;
   const bool host = comm.rank() == plan->query_host;
+  const bool rocket = attention.sparse.algorithm == "rocket";
+  if (rocket) {
+    if (Status s = model.engine->supports_rocket(); !s.ok()) return s;
+    if (Status s = check_rocket_plan(*plan, attention.sparse.rocket); !s.ok()) return s;
+  }
+  // RocketKV's query host keeps room for one pass of the query only: its answer goes to the
+  // compacted shard.
+  const auto room = static_cast<int64_t>(rocket ? query_ids.size() : reserve_tokens);
   Result<std::unique_ptr<KvShard>> shard =
-      model.engine->new_shard(plan->ranks[comm.rank()].shard.size() + (host ? reserve_tokens : 0));
+      model.engine->new_shard(plan->ranks[comm.rank()].shard.size() + (host ? room : 0));
   if (!shard.ok()) return shard.status();
   out.shard = std::move(*shard);
+  rocket::WindowQueries window;
   Result<Phase1Stats> phase1 =
-      encode_context(*model.engine, *plan, comm, *out.shard, progress, out.layout.skip_softmax.prefill_scale_factor);
+      encode_context(*model.engine, *plan, comm, *out.shard, progress, out.layout.skip_softmax.prefill_scale_factor,
+                     rocket ? WindowRecording{attention.sparse.rocket.window_size, &window} : WindowRecording{});
   if (!phase1.ok()) return phase1.status();
+  if (rocket) {
+    // Stage 1 is part of encoding the context: its time counts in Phase 1's.
+    const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = process_cpu_seconds();
+    Result<std::unique_ptr<KvShard>> compacted =
+        rocket_stage1(*model.engine, comm, *plan, attention.sparse.rocket, window, query_ids, *out.shard);
+    if (!compacted.ok()) return compacted.status();
+    out.shard = std::move(*compacted);
+    phase1->shard_tokens = out.shard->tokens();
+    phase1->shard_bytes = out.shard->bytes();
+    phase1->wall_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    phase1->compute_seconds += process_cpu_seconds() - cpu_start;
+  }
 
   auto wall = gather_one(comm, phase1->wall_seconds);
   auto compute = gather_one(comm, phase1->compute_seconds);
@@ -108,7 +135,7 @@ Result<InferenceOutcome> run_inference(const RuntimeModel& model, Communicator& 
   if (Status s = validate_request(model.llama->config(), request); !s.ok()) return s;
   const int64_t reserve = static_cast<int64_t>(request.query_ids.size()) + request.generation.max_tokens;
   Result<EncodedContext> context =
-      encode_request_context(model, comm, request.context_ids, request.attention, reserve, progress);
+      encode_request_context(model, comm, request.context_ids, request.attention, reserve, progress, request.query_ids);
   if (!context.ok()) return context.status();
   InferenceOutcome out;
   static_cast<EncodedContext&>(out) = std::move(*context);

@@ -30,7 +30,8 @@ Status check_backend_runs(const EngineModel& model, const BlockPlan& plan) {
 }  // namespace
 
 Result<Phase1Stats> encode_context(EngineModel& model, const BlockPlan& plan, Communicator& comm, KvShard& shard,
-                                   const BlockProgress& progress, double prefill_scale_factor) {
+                                   const BlockProgress& progress, double prefill_scale_factor,
+                                   const WindowRecording& window) {
   if (static_cast<int>(plan.ranks.size()) != comm.size()) {
     return invalid_argument("plan is for " + std::to_string(plan.ranks.size()) + " ranks but " +
                             std::to_string(comm.size()) + " are running");
@@ -48,7 +49,12 @@ Result<Phase1Stats> encode_context(EngineModel& model, const BlockPlan& plan, Co
     return s.kind != EncodeStep::Kind::kExtendPrefix && !s.token_ids.empty();
   };
   int total_blocks = 0;
-  for (const EncodeStep& s : mine.steps) total_blocks += encodes_a_block(s);
+  const EncodeStep* last_block = nullptr;
+  for (const EncodeStep& s : mine.steps) {
+    total_blocks += encodes_a_block(s);
+    if (encodes_a_block(s)) last_block = &s;
+  }
+  const EncodeStep* recorded = window.out != nullptr && comm.rank() == plan.query_host ? last_block : nullptr;
   Result<std::unique_ptr<KvShard>> prefix = model.new_shard(0);
   if (!prefix.ok()) return prefix.status();
   Phase1Stats stats;
@@ -64,9 +70,14 @@ Result<Phase1Stats> encode_context(EngineModel& model, const BlockPlan& plan, Co
     }();
     if (!attention.ok()) return attention.status();
     (*attention)->set_skip_softmax(prefill_scale_factor);
+    if (&step == recorded) {
+      attention = model.recording_queries(std::move(*attention), window.rows, *window.out);
+      if (!attention.ok()) return attention.status();
+    }
     Result<std::vector<float>> r = model.forward(step.token_ids, step.positions, **attention, 0);
     if (!r.ok()) return r.status();
     stats.skip_softmax_tiles += (*attention)->skip_softmax_tiles();
+    if (&step == recorded) window.out->context_rows = window.out->rows;
     communication += (*attention)->communication_cpu_seconds();
     stats.tokens_processed += static_cast<int64_t>(step.token_ids.size());
     if (encodes_a_block(step)) {

@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "star/attention/rocket/compacted_kv_cache.h"
 #include "star/engine/engine_model.h"
 #include "star/model/kv_cache.h"
 #include "star/model/llama_model.h"
@@ -20,6 +21,19 @@ class CpuKvShard final : public KvShard {
   void truncate(int64_t tokens) override { cache.truncate(tokens); }
 
   KvCache cache;
+};
+
+// A shard after RocketKV's stage 1: per-head compacted rows, and the stage-2 parameters.
+class CpuCompactedShard final : public KvShard {
+ public:
+  CpuCompactedShard(rocket::CompactedKvCache cache, const RocketConfig& config)
+      : cache(std::move(cache)), config(config) {}
+  int64_t tokens() const override { return cache.tokens(); }
+  size_t bytes() const override { return cache.bytes(); }
+  void truncate(int64_t tokens) override { cache.truncate(tokens); }
+
+  rocket::CompactedKvCache cache;
+  RocketConfig config;
 };
 
 class CpuEngineModel final : public EngineModel {
@@ -45,6 +59,14 @@ class CpuEngineModel final : public EngineModel {
                                                         std::vector<int64_t> segment_tokens) override;
   Result<std::unique_ptr<EngineAttention>> sharded_query(Communicator& comm, KvShard& shard, bool is_query_host,
                                                          AttentionWindow window) override;
+
+  Status supports_rocket() const override { return ok_status(); }
+  Result<std::unique_ptr<EngineAttention>> recording_queries(std::unique_ptr<EngineAttention> inner, int64_t rows,
+                                                             rocket::WindowQueries& out) override;
+  Result<std::vector<float>> shard_keys(const KvShard& shard, int64_t layer) override;
+  Result<std::unique_ptr<KvShard>> compacted_shard(const KvShard& shard,
+                                                   const std::vector<std::vector<std::vector<int64_t>>>& keep,
+                                                   const RocketConfig& config) override;
 
   Result<std::vector<float>> forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                      EngineAttention& attention, int64_t logit_rows) override;

@@ -17,7 +17,9 @@
 #include <vector>
 
 #include "star/attention/block_plan.h"
+#include "star/attention/rocket/window_queries.h"
 #include "star/attention/skip_softmax.h"
+#include "star/attention/sparse_attention_config.h"
 #include "star/common/status.h"
 #include "star/dist/communicator.h"
 #include "star/model/kv_dtype.h"
@@ -78,6 +80,20 @@ class EngineModel {
   // with the same ranks.
   virtual Result<std::unique_ptr<EngineAttention>> sharded_query(Communicator& comm, KvShard& shard,
                                                                  bool is_query_host, AttentionWindow window) = 0;
+
+  // RocketKV (rocket_compaction.h). A backend without it answers UNIMPLEMENTED naming itself, from
+  // supports_rocket() before any work and from each call below.
+  virtual Status supports_rocket() const;
+  // `inner`, recording the queries of the last `rows` new tokens of each layer into `out`.
+  virtual Result<std::unique_ptr<EngineAttention>> recording_queries(std::unique_ptr<EngineAttention> inner,
+                                                                     int64_t rows, rocket::WindowQueries& out);
+  // The keys of one layer of `shard`, [tokens, Hkv, d] in float32 as attention reads them.
+  virtual Result<std::vector<float>> shard_keys(const KvShard& shard, int64_t layer);
+  // A new shard holding rows keep[layer][kv] (ascending) of `shard` for each layer and KV head;
+  // sharded_query over it runs RocketKV's stage 2 with `config`.
+  virtual Result<std::unique_ptr<KvShard>> compacted_shard(const KvShard& shard,
+                                                           const std::vector<std::vector<std::vector<int64_t>>>& keep,
+                                                           const RocketConfig& config);
 
   // LlamaModel::forward with an attention made by this model: the last `logit_rows` rows of
   // logits, [logit_rows, vocab], on the host.

@@ -46,9 +46,12 @@ struct InferenceOutcome : EncodedContext {
 Status validate_request(const LlamaConfig& config, const InferenceRequest& request);
 
 // Phase 1 alone, collective. `reserve_tokens`: room kept on the query host for query + answer.
+// With RocketKV, stage 1 follows; its observation window is the last window_size prompt tokens:
+// it ends with `query_ids` when they are known, else with the context.
 Result<EncodedContext> encode_request_context(const RuntimeModel& model, Communicator& comm,
                                               std::span<const int32_t> context_ids, const AttentionConfig& attention,
-                                              int64_t reserve_tokens = 0, const BlockProgress& progress = {});
+                                              int64_t reserve_tokens = 0, const BlockProgress& progress = {},
+                                              std::span<const int32_t> query_ids = {});
 
 // Phase 2 alone, collective, on a context encoded before; the shard is left as it was found.
 Result<GenerationResult> answer_query(const RuntimeModel& model, Communicator& comm, EncodedContext& context,
