@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "star/attention/rocket/stage1.h"
+#include "star/attention/sparse_attention_config_io.h"
 
 namespace star {
 namespace {
@@ -48,21 +49,9 @@ Keep keep_everything(int64_t layers, int64_t kv_heads, int64_t tokens) {
 }  // namespace
 
 Status check_rocket_plan(const BlockPlan& plan, const RocketConfig& config) {
-  // The engine's own guard; the configuration readers validate the same fields with the user's names.
-  const auto field = [](const char* name, int64_t value, const std::string& rule) {
-    return invalid_argument(std::string("sparse_attention.") + name + ": " + std::to_string(value) + " (" + rule + ")");
-  };
-  for (auto [name, value] : {std::pair{"window_size", config.window_size}, std::pair{"kernel_size", config.kernel_size},
-                             std::pair{"topk", config.topk}, std::pair{"topr", config.topr}}) {
-    if (value < 1) return field(name, value, "must be >= 1");
-  }
-  if (config.page_size < 1 || (config.page_size & (config.page_size - 1)) != 0) {
-    return field("page_size", config.page_size, "must be a power of two");
-  }
-  if (config.prompt_budget < config.window_size) {
-    return field("prompt_budget", config.prompt_budget,
-                 "must be >= window_size " + std::to_string(config.window_size));
-  }
+  // The engine's own guard for callers that build a RocketConfig directly (the configuration
+  // readers run the same validation).
+  if (Status s = validate_sparse_attention_config({.algorithm = "rocket", .rocket = config}); !s.ok()) return s;
   if (plan.window.bounded()) {
     return invalid_argument("sparse_attention 'rocket': not with attention '" + plan.algorithm +
                             "' (its sliding window already bounds the keys)");
