@@ -32,8 +32,9 @@ STAR_AVX2 __m256i fifth_bits(__m256i qh, int s) {
 }
 
 struct Sums {
-  __m256 scaled = _mm256_setzero_ps();  // Σ (d·scale·d_a) · Σ q·a
-  __m256 mins = _mm256_setzero_ps();    // Σ (dmin·min·d_a) · Σ a
+  // Set by the kernel, not by initialisers: a constructor would lack the kernel's target attribute.
+  __m256 scaled;  // Σ (d·scale·d_a) · Σ q·a
+  __m256 mins;    // Σ (dmin·min·d_a) · Σ a
 };
 
 STAR_AVX2 void add_sub_block(__m256i codes, const BlockQ8_0& a, float d_scale, float dmin_min, Sums& sums) {
@@ -51,7 +52,7 @@ STAR_AVX2 float k_dot(const std::byte* w, const std::byte* x, int64_t k) {
   const auto* wb = reinterpret_cast<const Block*>(w);
   const auto* xb = reinterpret_cast<const BlockQ8_0*>(x);
   const __m256i low_nibbles = _mm256_set1_epi8(0x0F);
-  Sums sums;
+  Sums sums{_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int64_t b = 0; b < k / kSuperBlock; ++b, xb += 8) {
     const Block& block = wb[b];
     const SubBlockScales scales = unpack_q4_k_scales(block.scales);
