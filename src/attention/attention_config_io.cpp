@@ -26,11 +26,14 @@ struct Field {
   FieldMember member;
 };
 
-const std::array<Field, 12> kFields = {{
+const std::array<Field, 13> kFields = {{
     {"algorithm", "--attention", "Phase 1 algorithm: dense, star, no-anchor, ring, pulsar, streaming",
      &AttentionConfig::algorithm},
     {"block_size", "--block-size", "context tokens per block (0: ceil(L / ranks))", &AttentionConfig::block_size},
     {"anchor_size", "--anchor-size", "star: anchor tokens (-1: the block size)", &AttentionConfig::anchor_size},
+    {"boundary_overlap", "--boundary-overlap",
+     "star, no-anchor, pulsar: previous block's last tokens read in front of each block (KV not kept)",
+     &AttentionConfig::boundary_overlap},
     {"sink_tokens", "--sink-tokens", "pulsar: sink tokens taken from block 0", &AttentionConfig::sink_tokens},
     {"chunk_tokens", "--chunk-tokens", "pulsar: tokens per scored chunk", &AttentionConfig::chunk_tokens},
     {"summary_fraction", "--summary-fraction", "pulsar: summary budget as a fraction of the block size",
@@ -108,6 +111,7 @@ Status validate_attention_config(const AttentionConfig& c) {
            check_member("algorithm", c.algorithm, {"dense", "star", "no-anchor", "ring", "pulsar", "streaming"}),
            check_range("block_size", c.block_size, 0, kMaxTokens, " (0: ceil(L / ranks))"),
            check_range("anchor_size", c.anchor_size, -1, kMaxTokens, " (-1: the block size)"),
+           check_range("boundary_overlap", c.boundary_overlap, 0, kMaxTokens, " (0: off)"),
            check_range("sink_tokens", c.sink_tokens, 0, kMaxTokens),
            check_range("chunk_tokens", c.chunk_tokens, 1, kMaxTokens),
            check_range("summary_chunks", c.summary_chunks, 0, kMaxTokens, " (0: use summary_fraction)"),
@@ -123,6 +127,11 @@ Status validate_attention_config(const AttentionConfig& c) {
     std::ostringstream value;
     value << c.summary_fraction;
     return invalid_argument("attention config: summary_fraction = " + value.str() + " is out of range [0, 1]");
+  }
+  if (c.boundary_overlap > 0 && c.algorithm != "star" && c.algorithm != "no-anchor" && c.algorithm != "pulsar") {
+    return invalid_argument("attention config: boundary_overlap = " + std::to_string(c.boundary_overlap) +
+                            " applies to star, no-anchor and pulsar, not to " + c.algorithm +
+                            " (ring is exact; dense and streaming have no blocks)");
   }
   if (c.block_size > 0 && c.anchor_size > c.block_size) {
     return invalid_argument("attention config: anchor_size = " + std::to_string(c.anchor_size) +

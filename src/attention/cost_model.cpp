@@ -142,13 +142,23 @@ Result<Phase1Cost> phase1_cost(const LlamaConfig& model, int64_t context_tokens,
   int64_t kv_tokens = largest_shard;
   int64_t in_flight_kv_tokens = 0;
 
-  if (whole_context || algorithm == "no-anchor") {
+  // boundary_overlap: block i > 0 also reads the tail of block i-1 from `not_before` on.
+  const auto lead = [&](size_t i, int64_t not_before) {
+    const TokenRange& previous = blocks[i - 1];
+    return previous.end - std::max({previous.end - config.boundary_overlap, previous.begin, std::min(not_before, previous.end)});
+  };
+  if (whole_context) {
     cost.critical_path_tokens = first_block;
+  } else if (algorithm == "no-anchor") {
+    cost.critical_path_tokens = first_block;
+    for (size_t i = 1; i < blocks.size(); ++i) {
+      cost.critical_path_tokens = std::max(cost.critical_path_tokens, lead(i, 0) + blocks[i].size());
+    }
   } else if (algorithm == "star") {
     const int64_t anchor = std::min(config.anchor_size < 0 ? first_block : config.anchor_size, first_block);
     cost.critical_path_tokens = first_block;
     for (size_t i = 1; i < blocks.size(); ++i) {
-      cost.critical_path_tokens = std::max(cost.critical_path_tokens, anchor + blocks[i].size());
+      cost.critical_path_tokens = std::max(cost.critical_path_tokens, anchor + lead(i, anchor) + blocks[i].size());
     }
   } else if (algorithm == "ring") {
     cost.critical_path_tokens = largest_shard;
@@ -160,7 +170,7 @@ Result<Phase1Cost> phase1_cost(const LlamaConfig& model, int64_t context_tokens,
     cost.critical_path_tokens = first_block;
     for (size_t i = 1; i < blocks.size(); ++i) {
       prefix[i] = (i == 1 ? sink : prefix[i - 1]) + summaries[i - 1];
-      cost.critical_path_tokens = std::max(cost.critical_path_tokens, prefix[i] + blocks[i].size());
+      cost.critical_path_tokens = std::max(cost.critical_path_tokens, prefix[i] + lead(i, 0) + blocks[i].size());
     }
     if (config.keep_prefix_kv) {
       kv_tokens = 0;
