@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# The main job on its built-in default: installs, builds, serves the project's retrieval-trained
-# model (models/needle-llama, or $STAR_MODEL) with `mpirun -np 2 star-server` (Star Attention), asks
-# for a needle hidden in a ~1,000-token haystack with star-client, prints the streamed answer, checks
-# it and stops the server (SIGTERM to rank 0: every rank exits 0).
+# The main job on a real model: installs, builds, fetches SmolLM2-135M-Instruct (scripts/fetch_models.sh),
+# serves it with `mpirun -np 2 star-server --attention star` behind star-openai, and asks, through the
+# official `openai` Python client, a question about the GNU GPL version 2 (/usr/share/common-licenses/GPL-2,
+# on every Debian machine; about 4,000 of the model's tokens, half its 8K window). The document is the
+# chat's system message, so it is the context Star Attention splits over the two ranks; the question is
+# the query. The answer (the appendix's example program, Gnomovision) sits in the last ~300 tokens,
+# so the rank holding the last block has to find it. It prints the answer, checks it and stops both
+# servers (SIGTERM; each exits 0).
 #
-# It installs and builds only what it runs: the packages of `setup.sh --demo`, and star-server and
-# star-client in Release in build-demo/ (no test suite; the CUDA backend only where `nvidia-smi -L`
-# lists a GPU, or STAR_WITH_CUDA=ON asks for it; ccache where installed). scripts/build.sh still
-# builds everything into build/.
-#   STAR_DEMO_BIN=DIR   use star-server and star-client already built in DIR: no setup, no build
+# It installs and builds only what it runs: the packages of `setup.sh --demo` (the openai client
+# included), and star-server and star-openai in Release in build-demo/ (no test suite; the CUDA backend
+# only where `nvidia-smi -L` lists a GPU, or STAR_WITH_CUDA=ON asks for it; ccache where installed).
+# scripts/build.sh still builds everything into build/.
+#   STAR_DEMO_BIN=DIR   use star-server and star-openai already built in DIR: no setup, no build
+#   STAR_MODEL=FILE     another chat GGUF (the question and its check stay the same)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="${STAR_DEMO_BIN:-}"
@@ -22,50 +27,72 @@ if [ -z "$bin" ]; then
   bin=build-demo
   cmake -S . -B "$bin" -DCMAKE_BUILD_TYPE=Release -DSTAR_BUILD_TESTS=OFF -DSTAR_SANITIZER_TESTS=OFF \
     -DSTAR_WITH_CUDA="$cuda" >/dev/null
-  cmake --build "$bin" -j"$(nproc)" --target star-server star-client
+  cmake --build "$bin" -j"$(nproc)" --target star-server star-openai
 fi
-model="${STAR_MODEL:-models/needle-llama}"
+for tool in star-server star-openai; do
+  [ -x "$bin/$tool" ] || { echo "demo: $bin/$tool is missing (build it, or unset STAR_DEMO_BIN)" >&2; exit 1; }
+done
+model="${STAR_MODEL:-}"
+# Exit 77: a prerequisite (the model, the openai client) cannot be had here; ctest counts it a skip.
+if [ -z "$model" ]; then
+  model=$(scripts/fetch_models.sh) || { echo "demo: scripts/fetch_models.sh could not fetch SmolLM2" >&2; exit 77; }
+fi
+/usr/bin/python3 -c 'import openai' 2>/dev/null ||
+  { echo "demo: the openai package is missing for /usr/bin/python3 (scripts/setup.sh --demo installs it)" >&2; exit 77; }
+[ -s "$model" ] || { echo "demo: model file '$model' is missing or empty" >&2; exit 1; }
+document=/usr/share/common-licenses/GPL-2
+[ -s "$document" ] || { echo "demo: $document is missing (Debian's base-files package installs it)" >&2; exit 1; }
+
 work=$(mktemp -d)
 server_pid=""
+shim_pid=""
 cleanup() {
+  if [ -n "$shim_pid" ] && kill -0 "$shim_pid" 2>/dev/null; then kill -TERM "$shim_pid"; fi
   if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then kill -TERM "$server_pid"; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
-# The haystack is RULER's repeated noise; the needle sits 40% of the way in. Context and question
-# follow the model's training text (scripts/train/retrieval_data.py).
-noise=" The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
-needle=" The special magic number for lantern is 70349."
-{
-  for i in $(seq 1 40); do
-    [ "$i" -eq 17 ] && printf '%s' "$needle"
-    printf '%s' "$noise"
+
+# Waits for a --port-file; on a server that died first, prints its log and fails.
+wait_for_port() {
+  local file=$1 pid=$2 log=$3 name=$4
+  for _ in $(seq 1 1200); do
+    [ -s "$file" ] && return 0
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
   done
-} >"$work/context.txt"
-query=$'\nWhat is the special magic number for lantern? The special magic number for lantern is'
-
-# Port 0: the server takes a free port and writes it (and rank 0's pid) to --port-file.
-mpirun --oversubscribe --allow-run-as-root -np 2 "$bin/star-server" --model "$model" --grpc 127.0.0.1:0 \
-  --port-file "$work/port" --attention star 2>"$work/server.log" &
-server_pid=$!
-for _ in $(seq 1 600); do [ -s "$work/port" ] && break; sleep 0.1; done
-[ -s "$work/port" ] || { cat "$work/server.log"; exit 1; }
-server="127.0.0.1:$(sed -n 1p "$work/port")"
-rank0_pid=$(sed -n 2p "$work/port")
-until "$bin/star-client" --server "$server" health >/dev/null 2>&1; do sleep 0.1; done
-echo "star-server (2 ranks) is serving on $server"
-
-echo "question: the special magic number for lantern (the needle says 70349)"
-"$bin/star-client" --server "$server" generate --context-file "$work/context.txt" \
-  --query "$query" --max-tokens 8 --stats 2>&1 | tee "$work/answer.txt"
-if grep -q "70349" "$work/answer.txt"; then
-  echo "the answer is right"
-else
-  echo "the answer is wrong: the needle says 70349" >&2
+  echo "demo: $name did not start:" >&2
+  cat "$log" >&2
   exit 1
+}
+
+# Port 0: each server takes a free port and writes it (and its pid) to --port-file.
+mpirun --oversubscribe --allow-run-as-root -np 2 "$bin/star-server" --model "$model" --grpc 127.0.0.1:0 \
+  --port-file "$work/server.port" --attention star 2>"$work/server.log" &
+server_pid=$!
+wait_for_port "$work/server.port" "$server_pid" "$work/server.log" star-server
+backend="127.0.0.1:$(sed -n 1p "$work/server.port")"
+rank0_pid=$(sed -n 2p "$work/server.port")
+"$bin/star-openai" --backend "$backend" --listen 127.0.0.1:0 --port-file "$work/shim.port" 2>"$work/shim.log" &
+shim_pid=$!
+wait_for_port "$work/shim.port" "$shim_pid" "$work/shim.log" star-openai
+base_url="http://127.0.0.1:$(sed -n 1p "$work/shim.port")/v1"
+echo "star-server (2 ranks, star attention) on $backend; star-openai on $base_url"
+echo "document: $document ($(wc -w <"$document") words)"
+
+status=0
+/usr/bin/python3 scripts/demo_ask.py --base-url "$base_url" --document "$document" \
+  --question "What is the example program called in this license?" --expect "Gnomovision" || status=$?
+if [ "$status" -eq 2 ]; then
+  echo "server log:" >&2; cat "$work/server.log" >&2
+  echo "star-openai log:" >&2; cat "$work/shim.log" >&2
 fi
 
+kill -TERM "$shim_pid"
+wait "$shim_pid"
+shim_pid=""
 kill -TERM "$rank0_pid"
 wait "$server_pid"
 server_pid=""
-echo "star-server stopped"
+echo "star-openai and star-server stopped"
+exit "$status"

@@ -2,7 +2,8 @@
 # Installs what starserve needs on Debian 12, skipping what is already there. Idempotent and
 # non-interactive. Python packages are only for the test references (fixtures and client tests).
 # usage: setup.sh          everything: the tools, the test suite and its Python references
-#        setup.sh --demo   only what scripts/demo.sh builds and runs (no test or Python packages)
+#        setup.sh --demo   only what scripts/demo.sh builds and runs (and the `openai` client it
+#                          asks with; no test packages)
 set -euo pipefail
 
 packages=(
@@ -11,12 +12,13 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libspdlog-dev nlohmann-json3-dev libcli11-dev
   libopenblas-dev libdnnl-dev libpcre2-dev libcpp-httplib-dev
+  python3 python3-pip
 )
 demo_only=0
 if [ "${1:-}" = "--demo" ]; then
   demo_only=1
 else
-  packages+=(git libgtest-dev libgmock-dev python3 python3-pip python3-numpy python3-grpcio)
+  packages+=(git libgtest-dev libgmock-dev python3-numpy python3-grpcio)
 fi
 
 missing=()
@@ -33,6 +35,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 if [ "$demo_only" = "1" ]; then
+  # The demo asks its question through the official OpenAI client.
+  /usr/bin/python3 -c 'import openai' 2>/dev/null ||
+    as_root /usr/bin/python3 -m pip install -q --break-system-packages openai
   echo "setup: ok (demo)"
   exit 0
 fi

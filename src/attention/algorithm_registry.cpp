@@ -9,17 +9,17 @@ namespace {
 
 // The one list of Phase 1 algorithms.
 constexpr AlgorithmEntry kAlgorithms[] = {
-    {"dense", "the whole context in one causal pass on rank 0", true, false, build_dense_plan,
+    {"dense", "the whole context in one causal pass on rank 0", true, false, false, build_dense_plan,
      check_dense_parameters, dense_phase1_work},
-    {"star", "block i > 0 as [anchor ‖ Bi], the anchor being the start of block 0", false, true, build_star_plan,
-     check_star_parameters, star_phase1_work},
-    {"no-anchor", "every block alone (ablation of star)", false, true, build_no_anchor_plan,
+    {"star", "block i > 0 as [anchor ‖ Bi], the anchor being the start of block 0", false, true, true,
+     build_star_plan, check_star_parameters, star_phase1_work},
+    {"no-anchor", "every block alone (ablation of star)", false, true, true, build_no_anchor_plan,
      check_no_anchor_parameters, no_anchor_phase1_work},
-    {"ring", "each rank's blocks in one pass, earlier ranks' K/V passed around the ring", true, true,
+    {"ring", "each rank's blocks in one pass, earlier ranks' K/V passed around the ring", true, true, false,
      build_ring_plan, check_ring_parameters, ring_phase1_work},
-    {"pulsar", "block i > 0 as [sink ‖ Σ0 … Σi-1 ‖ Bi], Σj the top-scored chunks of block j", false, true,
+    {"pulsar", "block i > 0 as [sink ‖ Σ0 … Σi-1 ‖ Bi], Σj the top-scored chunks of block j", false, true, true,
      build_pulsar_plan, check_pulsar_parameters, pulsar_phase1_work},
-    {"streaming", "StreamingLLM: every token sees a sink and a sliding window", false, false,
+    {"streaming", "StreamingLLM: every token sees a sink and a sliding window", false, false, false,
      build_streaming_plan, check_streaming_parameters, streaming_phase1_work},
 };
 
@@ -37,6 +37,16 @@ const AlgorithmEntry* find_algorithm(std::string_view name) {
 std::string algorithm_names() {
   std::string names;
   for (const AlgorithmEntry& entry : kAlgorithms) {
+    if (!names.empty()) names += ", ";
+    names += entry.name;
+  }
+  return names;
+}
+
+std::string boundary_overlap_algorithm_names() {
+  std::string names;
+  for (const AlgorithmEntry& entry : kAlgorithms) {
+    if (!entry.reads_boundary_overlap) continue;
     if (!names.empty()) names += ", ";
     names += entry.name;
   }

@@ -26,10 +26,13 @@ struct Field {
   FieldMember member;
 };
 
-const std::array<Field, 12> kFields = {{
+const std::array<Field, 13> kFields = {{
     {"algorithm", "--attention", algorithm_flag_help().c_str(), &AttentionConfig::algorithm},
     {"block_size", "--block-size", "context tokens per block (0: ceil(L / ranks))", &AttentionConfig::block_size},
     {"anchor_size", "--anchor-size", "star: anchor tokens (-1: the block size)", &AttentionConfig::anchor_size},
+    {"boundary_overlap", "--boundary-overlap",
+     "star, no-anchor, pulsar: previous block's last tokens read in front of each block (KV not kept)",
+     &AttentionConfig::boundary_overlap},
     {"sink_tokens", "--sink-tokens", "pulsar: sink tokens taken from block 0", &AttentionConfig::sink_tokens},
     {"chunk_tokens", "--chunk-tokens", "pulsar: tokens per scored chunk", &AttentionConfig::chunk_tokens},
     {"summary_fraction", "--summary-fraction", "pulsar: summary budget as a fraction of the block size",
@@ -117,6 +120,11 @@ Status validate_attention_config(const AttentionConfig& c) {
                             algorithm_names() + "}");
   }
   if (Status s = check_range("block_size", c.block_size, 0, kMaxTokens, " (0: ceil(L / ranks))"); !s.ok()) return s;
+  if (Status s = check_range("boundary_overlap", c.boundary_overlap, 0, kMaxTokens, " (0: off)"); !s.ok()) return s;
+  if (c.boundary_overlap > 0 && !find_algorithm(c.algorithm)->reads_boundary_overlap) {
+    return invalid_argument("attention config: boundary_overlap = " + std::to_string(c.boundary_overlap) +
+                            " applies to " + boundary_overlap_algorithm_names() + ", not to " + c.algorithm);
+  }
   for (const AlgorithmEntry& entry : algorithm_registry()) {
     if (Status s = entry.check_parameters(c); !s.ok()) return s;
   }

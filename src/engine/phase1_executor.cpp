@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "star/common/cpu_clock.h"
@@ -21,6 +22,10 @@ Status check_backend_runs(const EngineModel& model, const BlockPlan& plan) {
     for (const EncodeStep& step : rank.steps) {
       if (Status s = model.supports(step.kind); !s.ok()) {
         return Status(s.code(), "attention '" + plan.algorithm + "': " + s.message());
+      }
+      if (step.lead_tokens == 0) continue;
+      if (Status s = model.supports(EncodeStep::Kind::kExtendPrefix); !s.ok()) {
+        return Status(s.code(), "attention '" + plan.algorithm + "' with boundary_overlap: " + s.message());
       }
     }
   }
@@ -60,6 +65,20 @@ Result<Phase1Stats> encode_context(EngineModel& model, const BlockPlan& plan, Co
   Phase1Stats stats;
   int done = 0;
   for (const EncodeStep& step : mine.steps) {
+    // Lead tokens extend the prefix for this step only: encoded causally after it, then dropped, so
+    // the block attends to [prefix ‖ lead ‖ itself] and keeps its own KV alone. The lead's KV depends
+    // on the prefix and the lead only (causal), so two passes equal one over the whole step.
+    const auto lead = static_cast<size_t>(step.lead_tokens);
+    const int64_t prefix_tokens = (*prefix)->tokens();
+    if (lead > 0) {
+      Result<std::unique_ptr<EngineAttention>> extend = model.local_causal(**prefix);
+      if (!extend.ok()) return extend.status();
+      (*extend)->set_skip_softmax(prefill_scale_factor);
+      Result<std::vector<float>> r = model.forward(std::span(step.token_ids).first(lead),
+                                                   std::span(step.positions).first(lead), **extend, 0);
+      if (!r.ok()) return r.status();
+      stats.skip_softmax_tiles += (*extend)->skip_softmax_tiles();
+    }
     Result<std::unique_ptr<EngineAttention>> attention = [&]() -> Result<std::unique_ptr<EngineAttention>> {
       switch (step.kind) {
         case EncodeStep::Kind::kExtendPrefix: return model.local_causal(**prefix);
@@ -74,10 +93,12 @@ Result<Phase1Stats> encode_context(EngineModel& model, const BlockPlan& plan, Co
       attention = model.recording_queries(std::move(*attention), window.rows, *window.out);
       if (!attention.ok()) return attention.status();
     }
-    Result<std::vector<float>> r = model.forward(step.token_ids, step.positions, **attention, 0);
+    Result<std::vector<float>> r = model.forward(std::span(step.token_ids).subspan(lead),
+                                                 std::span(step.positions).subspan(lead), **attention, 0);
     if (!r.ok()) return r.status();
     stats.skip_softmax_tiles += (*attention)->skip_softmax_tiles();
     if (&step == recorded) window.out->context_rows = window.out->rows;
+    if (lead > 0) (*prefix)->truncate(prefix_tokens);
     communication += (*attention)->communication_cpu_seconds();
     stats.tokens_processed += static_cast<int64_t>(step.token_ids.size());
     if (encodes_a_block(step)) {

@@ -21,6 +21,7 @@ void expect_same(const AttentionConfig& a, const AttentionConfig& b) {
   EXPECT_EQ(a.algorithm, b.algorithm);
   EXPECT_EQ(a.block_size, b.block_size);
   EXPECT_EQ(a.anchor_size, b.anchor_size);
+  EXPECT_EQ(a.boundary_overlap, b.boundary_overlap);
   EXPECT_EQ(a.sink_tokens, b.sink_tokens);
   EXPECT_EQ(a.chunk_tokens, b.chunk_tokens);
   EXPECT_EQ(a.summary_fraction, b.summary_fraction);
@@ -59,6 +60,11 @@ TEST(Validate, EachFieldNamesItsValueAndRange) {
       {"algorithm", [](AttentionConfig& c) { c.algorithm = "sparse"; }, {"algorithm", "\"sparse\"", "pulsar", "no-anchor"}},
       {"block_size", [](AttentionConfig& c) { c.block_size = -4; }, {"block_size", "-4", "[0, 2147483647]"}},
       {"anchor_size", [](AttentionConfig& c) { c.anchor_size = -2; }, {"anchor_size", "-2", "[-1, 2147483647]"}},
+      {"boundary_overlap", [](AttentionConfig& c) { c.boundary_overlap = -1; }, {"boundary_overlap", "-1", "[0, 2147483647]"}},
+      {"boundary_overlap on ring", [](AttentionConfig& c) { c.algorithm = "ring"; c.boundary_overlap = 8; },
+       {"boundary_overlap = 8", "star, no-anchor and pulsar", "not to ring"}},
+      {"boundary_overlap on dense", [](AttentionConfig& c) { c.algorithm = "dense"; c.boundary_overlap = 1; },
+       {"boundary_overlap = 1", "not to dense"}},
       {"sink_tokens", [](AttentionConfig& c) { c.sink_tokens = -1; }, {"sink_tokens", "-1", "[0, 2147483647]"}},
       {"chunk_tokens", [](AttentionConfig& c) { c.chunk_tokens = 0; }, {"chunk_tokens", "= 0", "[1, 2147483647]"}},
       {"summary_fraction", [](AttentionConfig& c) { c.summary_fraction = 1.5; }, {"summary_fraction", "1.5", "[0, 1]"}},
@@ -87,6 +93,7 @@ TEST(Json, RoundTripKeepsEveryField) {
   config.algorithm = "pulsar";
   config.block_size = 4096;
   config.anchor_size = 2048;
+  config.boundary_overlap = 32;
   config.sink_tokens = 16;
   config.chunk_tokens = 64;
   config.summary_fraction = 0.3;
@@ -99,8 +106,9 @@ TEST(Json, RoundTripKeepsEveryField) {
   config.sparse.algorithm = "skip_softmax";
   config.sparse.skip_softmax = {1000.0, 500.0};
   const nlohmann::json json = attention_config_to_json(config);
-  EXPECT_EQ(json.size(), 13u);
+  EXPECT_EQ(json.size(), 14u);
   EXPECT_EQ(json.at("sparse_attention").at("threshold_scale_factor").at("decode"), 500.0);
+  EXPECT_EQ(json.at("boundary_overlap"), 32);
   EXPECT_EQ(json.at("sink_tokens"), 16);
   EXPECT_EQ(json.at("position_mode"), "contiguous");
   const Result<AttentionConfig> back = attention_config_from_json(json);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "star/attention/cost_model.h"
+#include "star/attention/plan_builder.h"
 #include "star/attention/pulsar_plan.h"
 #include "support/test_paths.h"
 
@@ -249,6 +250,31 @@ TEST(AgreesWithPlan, PulsarCriticalPath) {
       }
       SCOPED_TRACE(std::string(scoring) + " L=" + std::to_string(tokens));
       EXPECT_EQ(phase1_cost(model, tokens, ranks, config)->critical_path_tokens, longest);
+    }
+  }
+}
+
+// boundary_overlap lengthens each later block's pass by the previous block's tail (what star's
+// anchor does not already hold): the cost model's critical path is the plan's longest pass.
+TEST(AgreesWithPlan, BoundaryOverlapCriticalPath) {
+  const LlamaConfig model = *cost_model_preset("llama-3.1-8b");
+  std::mt19937 rng(5);
+  for (const char* algorithm : {"star", "no-anchor", "pulsar"}) {
+    for (const auto& [tokens, block_size, anchor, overlap] :
+         {std::tuple{1000, 100, -1, 32}, std::tuple{1000, 100, 10, 500}, std::tuple{4000, 0, 64, 64},
+          std::tuple{130, 64, 60, 3}, std::tuple{96, 0, -1, 0}}) {
+      std::vector<int32_t> ids(static_cast<size_t>(tokens));
+      for (int32_t& id : ids) id = static_cast<int32_t>(rng() % 500);
+      AttentionConfig config;
+      config.algorithm = algorithm;
+      config.block_size = block_size;
+      config.anchor_size = anchor;
+      config.boundary_overlap = overlap;
+      config.chunk_tokens = 4;
+      const Result<BlockPlan> plan = build_block_plan(ids, 4, config);
+      ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+      SCOPED_TRACE(std::string(algorithm) + " L=" + std::to_string(tokens) + " overlap=" + std::to_string(overlap));
+      EXPECT_EQ(phase1_cost(model, tokens, 4, config)->critical_path_tokens, plan->longest_pass_tokens());
     }
   }
 }

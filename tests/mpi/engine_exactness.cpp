@@ -101,6 +101,28 @@ TEST_F(EngineExactness, StarAndRingWithOneBlockEqualDenseOnAnyRankCount) {
   }
 }
 
+// boundary_overlap on two blocks: when the lead is all of block 0 that the prefix lacks, block 1's
+// pass reads [B0 ‖ B1] at the global positions, so its KV, and every answer, is dense's. Without the
+// overlap the same blocks are not dense (the test can tell).
+TEST_F(EngineExactness, BoundaryOverlapOfAWholeBlockOnTwoBlocksEqualsDense) {
+  const int64_t L = 120;
+  const InferenceOutcome dense = run(request(L, 5, "dense"));
+  for (const std::string algorithm : {"no-anchor", "star"}) {
+    SCOPED_TRACE(algorithm);
+    InferenceRequest r = request(L, 5, algorithm);
+    r.attention.block_size = 60;
+    r.attention.anchor_size = 1;
+    const InferenceOutcome apart = run(r);
+    r.attention.boundary_overlap = 60;
+    const InferenceOutcome overlapped = run(r);
+    ASSERT_EQ(overlapped.shard_tokens, apart.shard_tokens);  // the lead's KV is not kept
+    if (comm_.rank() != 0) continue;
+    EXPECT_LT(max_abs_diff(overlapped.generation.query_logits, dense.generation.query_logits), 1e-4f);
+    EXPECT_EQ(overlapped.generation.tokens, dense.generation.tokens);
+    EXPECT_GT(max_abs_diff(apart.generation.query_logits, dense.generation.query_logits), 1e-3f);
+  }
+}
+
 // A server configured for long documents answers short ones: block size 4096, contexts of 1 to
 // 4,097 tokens, every blocked algorithm; up to 4,096 tokens (one block) star and ring answer as
 // dense does, and ring stays exact past it.

@@ -62,6 +62,15 @@ TEST(StarPlanErrors, OtherAlgorithmsIgnoreAnchorSize) {
   EXPECT_TRUE(build_block_plan(kSevenTokens, 2, config_for("no-anchor", 0, 0)).ok());
 }
 
+TEST(BlockedPlanErrors, NegativeBoundaryOverlapIsNamed) {
+  for (const char* algorithm : {"star", "no-anchor", "pulsar"}) {
+    SCOPED_TRACE(algorithm);
+    AttentionConfig config = config_for(algorithm);
+    config.boundary_overlap = -5;
+    expect_invalid(build_block_plan(kSevenTokens, 2, config), {"boundary_overlap", "-5"});
+  }
+}
+
 TEST(PlanBuilderDispatch, UnknownAlgorithmNamesTheValueAndTheAllowedNames) {
   expect_invalid(build_block_plan(kSevenTokens, 1, config_for("pulsarr")),
                  {"algorithm", "'pulsarr'", "dense", "star", "no-anchor", "ring"});

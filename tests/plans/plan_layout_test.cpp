@@ -1,7 +1,8 @@
 // Every plan builder against a restatement of docs/algorithms.md's plan table, over a grid of context
 // lengths, rank counts, block sizes and anchor sizes: shards tile the context in rank order, each
 // step's tokens and positions equal the ones computed here from the context, and the KV kept by a
-// rank is exactly its shard.
+// rank is exactly its shard. With boundary_overlap, each later block's pass starts with the previous
+// block's tail (the tokens the prefix does not hold), whose KV is not kept.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -31,6 +32,7 @@ struct ExpectedStep {
   std::vector<int64_t> context_index;
   std::vector<int32_t> position;
   int block_index;
+  int64_t lead_tokens = 0;
 };
 
 ExpectedStep global_step(Kind kind, int64_t begin, int64_t end, int block_index) {
@@ -49,6 +51,7 @@ struct Case {
   int ranks = 1;
   int64_t block_size = 0;
   int64_t anchor_size = -1;
+  int64_t overlap = 0;
 
   int64_t block() const { return block_size == 0 ? (length + ranks - 1) / ranks : block_size; }
   int64_t n_blocks() const { return (length + block() - 1) / block(); }
@@ -62,7 +65,19 @@ struct Case {
 
   std::string name() const {
     return algorithm + " L=" + std::to_string(length) + " H=" + std::to_string(ranks) +
-           " b=" + std::to_string(block_size) + " a=" + std::to_string(anchor_size);
+           " b=" + std::to_string(block_size) + " a=" + std::to_string(anchor_size) + " o=" + std::to_string(overlap);
+  }
+
+  // The previous block's tokens block i's pass reads first: those within `overlap` of its start that
+  // star's anchor does not already hold.
+  std::vector<int64_t> lead(int64_t i) const {
+    std::vector<int64_t> tokens;
+    if (i == 0) return tokens;
+    for (int64_t t = block_begin(i - 1); t < block_end(i - 1); ++t) {
+      const bool in_anchor = algorithm == "star" && t < anchor();
+      if (t >= block_begin(i) - overlap && !in_anchor) tokens.push_back(t);
+    }
+    return tokens;
   }
 
   std::vector<ExpectedStep> steps(int r) const {
@@ -97,8 +112,16 @@ struct Case {
         }
         out.push_back(anchor_step);
       }
-      out.push_back(
-          global_step(Kind::kEncodeBlock, block_begin(i), block_end(i), static_cast<int>(i)));
+      ExpectedStep block_step{Kind::kEncodeBlock, {}, {}, static_cast<int>(i)};
+      const std::vector<int64_t> lead_tokens = lead(i);
+      block_step.lead_tokens = static_cast<int64_t>(lead_tokens.size());
+      std::vector<int64_t> indices = lead_tokens;
+      for (int64_t t = block_begin(i); t < block_end(i); ++t) indices.push_back(t);
+      for (int64_t t : indices) {
+        block_step.context_index.push_back(t);
+        block_step.position.push_back(static_cast<int32_t>(t));
+      }
+      out.push_back(block_step);
     }
     return out;
   }
@@ -110,7 +133,7 @@ struct Case {
       for (int64_t i = first_block(r); i < first_block(r + 1); ++i) {
         const int64_t own = block_end(i) - block_begin(i);
         const int64_t prefix = algorithm == "star" && i > 0 ? anchor() : 0;
-        longest = std::max(longest, prefix + own);
+        longest = std::max(longest, prefix + static_cast<int64_t>(lead(i).size()) + own);
       }
       if (algorithm == "ring") {
         longest =
@@ -130,9 +153,11 @@ std::vector<Case> grid() {
              {int64_t{0}, int64_t{1}, int64_t{3}, int64_t{64}, length - 1, length, length + 5}) {
           if (block_size < 0) continue;
           std::vector<int64_t> anchors = {-1};
+          std::vector<int64_t> overlaps = {0};
           if (std::string(algorithm) == "star") anchors = {-1, 1, 5, 10000};
+          if (std::string(algorithm) == "star" || std::string(algorithm) == "no-anchor") overlaps = {0, 2, 70};
           for (int64_t anchor : anchors) {
-            cases.push_back({algorithm, length, ranks, block_size, anchor});
+            for (int64_t overlap : overlaps) cases.push_back({algorithm, length, ranks, block_size, anchor, overlap});
           }
         }
       }
@@ -196,10 +221,11 @@ void expect_layout(const Case& c, const std::vector<int32_t>& ids, const BlockPl
       if (step.kind != Kind::kExtendPrefix) {
         EXPECT_EQ(step.block_index, expected[s].block_index) << "step " << s;
       }
+      EXPECT_EQ(step.lead_tokens, expected[s].lead_tokens) << "step " << s;
       if (step.kind == Kind::kExtendPrefix) {
         ++prefix_steps;
       } else {
-        kept_positions.insert(kept_positions.end(), step.positions.begin(), step.positions.end());
+        kept_positions.insert(kept_positions.end(), step.positions.begin() + step.lead_tokens, step.positions.end());
       }
     }
     EXPECT_LE(prefix_steps, 1);
@@ -215,19 +241,28 @@ void expect_layout(const Case& c, const std::vector<int32_t>& ids, const BlockPl
 
 TEST(PlanLayout, EveryAlgorithmMatchesThePlanTableOverTheGrid) {
   int cases_with_idle_ranks = 0;
+  int cases_with_lead_tokens = 0;
   for (const Case& c : grid()) {
     const std::vector<int32_t> ids = random_context(c.length);
     AttentionConfig config;
     config.algorithm = c.algorithm;
     config.block_size = c.block_size;
     config.anchor_size = c.anchor_size;
+    config.boundary_overlap = c.overlap;
     Result<BlockPlan> plan = build_block_plan(ids, c.ranks, config);
     ASSERT_TRUE(plan.ok()) << c.name() << ": " << plan.status().to_string();
     expect_layout(c, ids, *plan);
     if (c.algorithm != "dense" && c.n_blocks() < c.ranks) ++cases_with_idle_ranks;
+    for (int64_t i = 1; c.algorithm != "dense" && c.algorithm != "ring" && i < c.n_blocks(); ++i) {
+      if (!c.lead(i).empty()) {
+        ++cases_with_lead_tokens;
+        break;
+      }
+    }
   }
   // Fewer blocks than ranks is planned, not refused: the grid must reach it often.
   EXPECT_GT(cases_with_idle_ranks, 100);
+  EXPECT_GT(cases_with_lead_tokens, 100);
 }
 
 TEST(PlanLayout, StarWithOneBlockEqualsDense) {
@@ -267,6 +302,71 @@ TEST(PlanLayout, StarRankWithBlockZeroEncodesItBeforeTheAnchor) {
   EXPECT_EQ(steps[4].positions, (std::vector<int32_t>{9}));
   // Longest pass: anchor (2) + a full block (3).
   EXPECT_EQ(plan->longest_pass_tokens(), 5);
+}
+
+TEST(PlanLayout, BoundaryOverlapPutsThePreviousTailBetweenAnchorAndBlock) {
+  // L = 12, b = 4, anchor 2, overlap 3, one rank: B1 reads [2, 4) (tokens 0-1 are the anchor), B2 [5, 8).
+  const std::vector<int32_t> ids = {10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21};
+  AttentionConfig config;
+  config.algorithm = "star";
+  config.block_size = 4;
+  config.anchor_size = 2;
+  config.boundary_overlap = 3;
+  Result<BlockPlan> plan = build_block_plan(ids, 1, config);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  const std::vector<EncodeStep>& steps = plan->ranks[0].steps;
+  ASSERT_EQ(steps.size(), 4u);
+  EXPECT_EQ(steps[0].lead_tokens, 0);
+  EXPECT_EQ(steps[1].kind, Kind::kExtendPrefix);
+  EXPECT_EQ(steps[2].token_ids, (std::vector<int32_t>{12, 13, 14, 15, 16, 17}));
+  EXPECT_EQ(steps[2].positions, (std::vector<int32_t>{2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(steps[2].lead_tokens, 2);
+  EXPECT_EQ(steps[3].token_ids, (std::vector<int32_t>{15, 16, 17, 18, 19, 20, 21}));
+  EXPECT_EQ(steps[3].lead_tokens, 3);
+  // Longest pass: anchor (2) + lead (3) + block (4).
+  EXPECT_EQ(plan->longest_pass_tokens(), 9);
+}
+
+TEST(PlanLayout, PulsarBoundaryOverlapReadsThePreviousTailAtItsPositions) {
+  const std::vector<int32_t> ids = random_context(256);
+  for (const char* mode : {"sparse", "contiguous"}) {
+    SCOPED_TRACE(mode);
+    AttentionConfig config;
+    config.algorithm = "pulsar";
+    config.block_size = 64;
+    config.position_mode = mode;
+    AttentionConfig overlapped = config;
+    overlapped.boundary_overlap = 10;
+    Result<BlockPlan> plain = build_block_plan(ids, 2, config);
+    Result<BlockPlan> plan = build_block_plan(ids, 2, overlapped);
+    ASSERT_TRUE(plain.ok() && plan.ok()) << plan.status().to_string();
+    for (size_t r = 0; r < plan->ranks.size(); ++r) {
+      const std::vector<EncodeStep>& with = plan->ranks[r].steps;
+      const std::vector<EncodeStep>& without = plain->ranks[r].steps;
+      ASSERT_EQ(with.size(), without.size());
+      for (size_t s = 0; s < with.size(); ++s) {
+        const EncodeStep& step = with[s];
+        if (step.kind == Kind::kExtendPrefix || step.block_index == 0) {
+          EXPECT_EQ(step.token_ids, without[s].token_ids);
+          EXPECT_EQ(step.lead_tokens, 0);
+          continue;
+        }
+        // The block's own tokens are unchanged; in front of them, the previous block's last 10.
+        ASSERT_EQ(step.lead_tokens, 10);
+        const int64_t begin = plan->blocks[static_cast<size_t>(step.block_index)].begin;
+        const std::vector<int32_t> lead(step.token_ids.begin(), step.token_ids.begin() + 10);
+        EXPECT_EQ(lead, std::vector<int32_t>(ids.begin() + begin - 10, ids.begin() + begin));
+        EXPECT_EQ(std::vector<int32_t>(step.token_ids.begin() + 10, step.token_ids.end()), without[s].token_ids);
+        if (std::string(mode) == "sparse") {
+          EXPECT_EQ(step.positions.front(), begin - 10);
+          EXPECT_EQ(std::vector<int32_t>(step.positions.begin() + 10, step.positions.end()), without[s].positions);
+        } else {
+          EXPECT_EQ(step.positions[10], without[s].positions.front() + 10);
+        }
+      }
+    }
+    EXPECT_EQ(plan->longest_pass_tokens(), plain->longest_pass_tokens() + 10);
+  }
 }
 
 TEST(PlanLayout, DenseAcceptsAnEmptyContextAndManyRanks) {

@@ -16,6 +16,10 @@ struct AttentionConfig {
   int64_t block_size = 0;
   // star: tokens of block 0 prepended to every later block. -1: equal to the block size.
   int64_t anchor_size = -1;
+  // star, no-anchor, pulsar: each block's Phase 1 pass also encodes the previous block's last
+  // boundary_overlap tokens in front of it (after the anchor / summaries) and keeps only its own KV,
+  // so that text cut by a block edge is read whole. 0: off (the papers' plans).
+  int64_t boundary_overlap = 0;
 
   // pulsar
   int64_t sink_tokens = 64;

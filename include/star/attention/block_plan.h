@@ -37,6 +37,9 @@ struct EncodeStep {
   std::vector<int32_t> token_ids;
   std::vector<int32_t> positions;  // RoPE position of each token (explicit: gaps allowed)
   int block_index = -1;            // for kEncodeBlock / kRingSegment, the (first) block encoded
+  // kEncodeBlock: the first lead_tokens tokens are the previous block's tail (boundary_overlap).
+  // They extend the prefix for this pass only; their KV is not kept.
+  int64_t lead_tokens = 0;
 };
 
 struct RankPlan {

@@ -49,7 +49,7 @@ Phase1Work pulsar_phase1_work(const CostInputs& in) {
   work.critical_path_tokens = first_block;
   for (size_t i = 1; i < blocks.size(); ++i) {
     prefix[i] = (i == 1 ? sink : prefix[i - 1]) + summaries[i - 1];
-    work.critical_path_tokens = std::max(work.critical_path_tokens, prefix[i] + blocks[i].size());
+    work.critical_path_tokens = std::max(work.critical_path_tokens, prefix[i] + boundary_lead_tokens(in, i, 0) + blocks[i].size());
   }
   work.attention_flops_per_layer = causal_attention_flops(in.model, work.critical_path_tokens);
   work.kv_tokens_per_rank = in.largest_shard_tokens;

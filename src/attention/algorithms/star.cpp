@@ -19,7 +19,8 @@ Status check_star_parameters(const AttentionConfig& c) {
   return ok_status();
 }
 
-// Block 0 alone, every later block behind the anchor (never longer than block 0).
+// Block 0 alone, every later block behind the anchor (never longer than block 0) and, with
+// boundary_overlap, the previous block's tail past the anchor.
 Phase1Work star_phase1_work(const CostInputs& in) {
   const std::vector<TokenRange>& blocks = in.layout.blocks;
   const int64_t first_block = blocks.front().size();
@@ -27,7 +28,7 @@ Phase1Work star_phase1_work(const CostInputs& in) {
   Phase1Work work;
   work.critical_path_tokens = first_block;
   for (size_t i = 1; i < blocks.size(); ++i) {
-    work.critical_path_tokens = std::max(work.critical_path_tokens, anchor + blocks[i].size());
+    work.critical_path_tokens = std::max(work.critical_path_tokens, anchor + boundary_lead_tokens(in, i, anchor) + blocks[i].size());
   }
   work.attention_flops_per_layer = causal_attention_flops(in.model, work.critical_path_tokens);
   work.kv_tokens_per_rank = in.largest_shard_tokens;

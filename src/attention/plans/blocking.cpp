@@ -1,5 +1,7 @@
 #include "star/attention/plans/blocking.h"
 
+#include <algorithm>
+
 namespace star {
 namespace {
 
@@ -20,6 +22,14 @@ Status check_block_size(std::string_view algorithm, int64_t block_size) {
     return invalid_argument(prefix(algorithm) +
                             "block_size must be >= 0 (0: ceil(context_tokens / n_ranks)), got " +
                             std::to_string(block_size));
+  }
+  return ok_status();
+}
+
+Status check_boundary_overlap(std::string_view algorithm, int64_t boundary_overlap) {
+  if (boundary_overlap < 0) {
+    return invalid_argument(prefix(algorithm) + "boundary_overlap must be >= 0 (0: off), got " +
+                            std::to_string(boundary_overlap));
   }
   return ok_status();
 }
@@ -59,6 +69,17 @@ EncodeStep context_step(EncodeStep::Kind kind, std::span<const int32_t> context_
   for (int64_t p = range.begin; p < range.end; ++p) {
     step.positions.push_back(static_cast<int32_t>(p));
   }
+  return step;
+}
+
+EncodeStep overlapped_block_step(std::span<const int32_t> context_ids, const std::vector<TokenRange>& blocks,
+                                 int i, int64_t overlap, int64_t not_before) {
+  const TokenRange& block = blocks[static_cast<size_t>(i)];
+  if (i == 0 || overlap == 0) return context_step(EncodeStep::Kind::kEncodeBlock, context_ids, block, i);
+  const TokenRange& previous = blocks[static_cast<size_t>(i - 1)];
+  const int64_t lead_begin = std::max({previous.end - overlap, previous.begin, std::min(not_before, previous.end)});
+  EncodeStep step = context_step(EncodeStep::Kind::kEncodeBlock, context_ids, {lead_begin, block.end}, i);
+  step.lead_tokens = previous.end - lead_begin;
   return step;
 }
 

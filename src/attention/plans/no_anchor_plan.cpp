@@ -3,9 +3,11 @@
 
 namespace star {
 
-// The ablation of star without the anchor: every block is encoded alone, at its global positions.
+// The ablation of star without the anchor: every block is encoded alone, at its global positions
+// (with boundary_overlap, behind the previous block's tail, whose KV is not kept).
 Result<BlockPlan> build_no_anchor_plan(std::span<const int32_t> context_ids, int n_ranks,
                                        const AttentionConfig& config) {
+  if (Status s = check_boundary_overlap("no-anchor", config.boundary_overlap); !s.ok()) return s;
   const auto context_tokens = static_cast<int64_t>(context_ids.size());
   Result<BlockLayout> layout =
       cut_into_blocks("no-anchor", context_tokens, n_ranks, config.block_size);
@@ -15,8 +17,7 @@ Result<BlockPlan> build_no_anchor_plan(std::span<const int32_t> context_ids, int
     RankPlan& rank = plan.ranks[static_cast<size_t>(r)];
     const BlockRun run = layout->rank_runs[static_cast<size_t>(r)];
     for (int i = run.first; i < run.last; ++i) {
-      rank.steps.push_back(context_step(EncodeStep::Kind::kEncodeBlock, context_ids,
-                                        plan.blocks[static_cast<size_t>(i)], i));
+      rank.steps.push_back(overlapped_block_step(context_ids, plan.blocks, i, config.boundary_overlap, 0));
     }
   }
   return plan;

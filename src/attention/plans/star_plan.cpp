@@ -23,9 +23,12 @@ Status check_anchor_size(int64_t anchor_size) {
 // rank computes it once, as a kExtendPrefix step, and reuses it for each of its later blocks.
 // a = anchor_size, or the block size when anchor_size is -1, and never more than |B0|. Ranks
 // beyond the block count hold an empty shard and run nothing, so one block is exactly dense.
+// boundary_overlap puts the previous block's tail between the anchor and Bi (the part the anchor
+// does not already hold), as lead tokens whose KV is not kept.
 Result<BlockPlan> build_star_plan(std::span<const int32_t> context_ids, int n_ranks,
                                   const AttentionConfig& config) {
   if (Status s = check_anchor_size(config.anchor_size); !s.ok()) return s;
+  if (Status s = check_boundary_overlap("star", config.boundary_overlap); !s.ok()) return s;
   const auto context_tokens = static_cast<int64_t>(context_ids.size());
   Result<BlockLayout> layout = cut_into_blocks("star", context_tokens, n_ranks, config.block_size);
   if (!layout.ok()) return layout.status();
@@ -50,8 +53,8 @@ Result<BlockPlan> build_star_plan(std::span<const int32_t> context_ids, int n_ra
           context_step(EncodeStep::Kind::kExtendPrefix, context_ids, anchor, /*block_index=*/-1));
     }
     for (int i = first; i < run.last; ++i) {
-      rank.steps.push_back(context_step(EncodeStep::Kind::kEncodeBlock, context_ids,
-                                        plan.blocks[static_cast<size_t>(i)], i));
+      rank.steps.push_back(
+          overlapped_block_step(context_ids, plan.blocks, i, config.boundary_overlap, anchor.end));
     }
   }
   return plan;

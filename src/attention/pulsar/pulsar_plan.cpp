@@ -71,12 +71,20 @@ Result<BlockPlan> build_pulsar_plan(std::span<const int32_t> context_ids, int n_
   plan.context_tokens = context_tokens;
   plan.query_host = layout.query_host;
 
-  // Longest pass: B0 alone, or [sink ‖ Σ0..Σi-1 ‖ Bi].
+  // boundary_overlap: block i's pass reads the last tokens of block i-1 between the summaries and
+  // Bi; their KV is not kept.
+  const auto lead_of = [&](int i) {
+    return i == 0 ? TokenRange{0, 0}
+                  : TokenRange{std::max(blocks[i - 1].begin, blocks[i - 1].end - config.boundary_overlap),
+                               blocks[i - 1].end};
+  };
+
+  // Longest pass: B0 alone, or [sink ‖ Σ0..Σi-1 ‖ lead ‖ Bi].
   int64_t longest_pass = blocks.front().size();
   int64_t prefix_tokens = static_cast<int64_t>(sink.size());
   for (int i = 1; i < n_blocks; ++i) {
     prefix_tokens += static_cast<int64_t>(summaries[i - 1].size());
-    longest_pass = std::max(longest_pass, prefix_tokens + blocks[i].size());
+    longest_pass = std::max(longest_pass, prefix_tokens + lead_of(i).size() + blocks[i].size());
   }
   plan.query_position_start = contiguous ? longest_pass : context_tokens;
 
@@ -88,7 +96,8 @@ Result<BlockPlan> build_pulsar_plan(std::span<const int32_t> context_ids, int n_
     bool prefix_started = false;
     int64_t prefix_length = 0;
     for (int i = run.first; i < run.last; ++i) {
-      const std::vector<int64_t> block = range_indices(blocks[i]);
+      const TokenRange lead = lead_of(i);
+      const std::vector<int64_t> block = range_indices({lead.begin, blocks[i].end});
       if (i == 0) {
         rank.steps.push_back(make_step(EncodeStep::Kind::kEncodeBlock, context_ids, block, contiguous, 0, 0));
         continue;
@@ -107,6 +116,7 @@ Result<BlockPlan> build_pulsar_plan(std::span<const int32_t> context_ids, int n_
         prefix_length += static_cast<int64_t>(extension.size());
       }
       rank.steps.push_back(make_step(EncodeStep::Kind::kEncodeBlock, context_ids, block, contiguous, prefix_length, i));
+      rank.steps.back().lead_tokens = lead.size();
     }
     plan.ranks.push_back(std::move(rank));
   }

@@ -5,6 +5,7 @@
 //   OUT/results.md       the tables: score per task and algorithm, and the difference to dense
 //   OUT/tasks/L.jsonl    the samples in star-run's input format (input_context, input_query, outputs)
 //   OUT/preds/L/A.jsonl  each sample's prediction and score
+// --variants FILE adds columns given as attention config JSON (star/eval/eval_variants.h).
 // scripts/eval/plot_heatmap.py draws OUT/results.json as PNG heatmaps.
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -21,6 +22,7 @@
 #include "star/engine/inference.h"
 #include "star/engine/runtime_model.h"
 #include "star/eval/eval_matrix.h"
+#include "star/eval/eval_variants.h"
 #include "star/eval/ruler_scoring.h"
 #include "star/eval/ruler_tasks.h"
 
@@ -45,6 +47,9 @@ struct Options {
   std::string kv_dtype = "f32";
   std::string attention_config_file;
   AttentionConfig attention;
+  std::string variants_file;
+  // Every column of the tables: the --algorithms on the flags' parameters, then the --variants.
+  std::vector<eval::EvalVariant> columns;
 };
 
 Status write_text(const fs::path& path, const std::string& text) {
@@ -103,19 +108,16 @@ int run(const Options& o, Communicator& comm) {
       }
     }
     if (o.tasks_only) continue;
-    for (const std::string& algorithm : o.algorithms) {
-      auto base = eval::algorithm_config(algorithm, o.attention);
-      if (!base.ok()) {
-        if (root) spdlog::error("{}", base.status().to_string());
-        return 2;
-      }
+    for (const eval::EvalVariant& column : o.columns) {
+      const std::string& algorithm = column.name;
+      const AttentionConfig& base = column.config;
       std::map<std::string, double> sums;
       std::string lines;
       for (const eval::TaskSample& s : samples) {
         InferenceRequest request;
         request.context_ids = tok.encode(s.context, EncodeOptions{.add_bos = true});
         request.query_ids = tok.encode(s.query);
-        request.attention = eval::with_blocks(*base, static_cast<int64_t>(request.context_ids.size()), o.blocks);
+        request.attention = eval::with_blocks(base, static_cast<int64_t>(request.context_ids.size()), o.blocks);
         request.generation.max_tokens = o.max_tokens;
         Result<InferenceOutcome> outcome = run_inference(*model, comm, request);
         if (!outcome.ok()) {
@@ -148,10 +150,16 @@ int run(const Options& o, Communicator& comm) {
     }
   }
   if (!root || o.tasks_only) return 0;
+  std::vector<std::string> names;
+  json configs = json::object();
+  for (const eval::EvalVariant& column : o.columns) {
+    names.push_back(column.name);
+    configs[column.name] = attention_config_to_json(column.config);
+  }
   json results{{"model", o.model},         {"seed", o.seed},     {"samples", o.samples},
                {"blocks", o.blocks},       {"max_tokens", o.max_tokens}, {"tasks", o.tasks},
-               {"lengths", o.lengths},     {"algorithms", o.algorithms}, {"kv_dtype", o.kv_dtype},
-               {"attention", attention_config_to_json(o.attention)}, {"cells", json::array()}};
+               {"lengths", o.lengths},     {"algorithms", names}, {"kv_dtype", o.kv_dtype},
+               {"attention", attention_config_to_json(o.attention)}, {"configs", configs}, {"cells", json::array()}};
   for (const auto& c : cells) {
     results["cells"].push_back(
         {{"task", c.task}, {"length", c.length}, {"algorithm", c.algorithm}, {"score", c.score}, {"samples", c.samples}});
@@ -159,7 +167,7 @@ int run(const Options& o, Communicator& comm) {
   std::string md = "# star-eval: " + o.model + "\n\n" + std::to_string(o.samples) + " samples per task, seed " +
                    std::to_string(o.seed) + ", " + std::to_string(o.blocks) + " blocks, " +
                    std::to_string(comm.size()) + " rank(s); RULER string match (all expected strings present).\n\n" +
-                   eval::markdown_tables(cells, o.tasks, o.lengths, o.algorithms);
+                   eval::markdown_tables(cells, o.tasks, o.lengths, names);
   Status a = write_text(fs::path(o.out) / "results.json", results.dump(2) + "\n");
   Status b = write_text(fs::path(o.out) / "results.md", md);
   if (!a.ok() || !b.ok()) {
@@ -193,6 +201,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--samples", o.samples, "samples per task and length")->check(CLI::Range(1, 100000))->capture_default_str();
   app.add_option("--seed", o.seed, "task generation seed")->capture_default_str();
+  app.add_option("--variants", o.variants_file,
+                 "JSON object of more columns, name: attention config (e.g. {\"star-overlap64\": "
+                 "{\"algorithm\": \"star\", \"boundary_overlap\": 64}})")
+      ->check(CLI::ExistingFile);
   app.add_option("--blocks", o.blocks, "context blocks for the blocked algorithms")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
@@ -235,5 +247,22 @@ int main(int argc, char** argv) {
     return 2;
   }
   o.attention = *attention;
+  for (const std::string& a : o.algorithms) {
+    star::AttentionConfig config = *star::eval::algorithm_config(a, o.attention);
+    // A flag one algorithm cannot take (boundary_overlap on dense) is an error, not ignored.
+    if (star::Status s = star::validate_attention_config(config); !s.ok()) {
+      if (root) spdlog::error("--algorithms {}: {} (give such settings per column with --variants)", a, s.message());
+      return 2;
+    }
+    o.columns.push_back({a, config});
+  }
+  if (!o.variants_file.empty()) {
+    auto variants = star::eval::load_eval_variants(o.variants_file, o.algorithms);
+    if (!variants.ok()) {
+      if (root) spdlog::error("--variants: {}", variants.status().to_string());
+      return 2;
+    }
+    o.columns.insert(o.columns.end(), variants->begin(), variants->end());
+  }
   return run(o, comm);
 }

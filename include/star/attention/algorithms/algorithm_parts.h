@@ -9,6 +9,10 @@
 
 namespace star {
 
+// boundary_overlap's cost: the tokens of block i-1's tail (at most config.boundary_overlap, none
+// before `not_before`, e.g. what star's anchor already holds) that block i > 0's pass reads.
+int64_t boundary_lead_tokens(const CostInputs& inputs, size_t i, int64_t not_before);
+
 Status check_dense_parameters(const AttentionConfig& config);
 Phase1Work dense_phase1_work(const CostInputs& inputs);
 

@@ -28,8 +28,15 @@ BlockPlan plan_with_shards(std::string algorithm, const BlockLayout& layout, int
 EncodeStep context_step(EncodeStep::Kind kind, std::span<const int32_t> context_ids,
                         TokenRange range, int block_index);
 
+// Block i's pass with the boundary overlap: the last `overlap` tokens of block i-1, never earlier
+// than `not_before` (where the prefix already holds them, e.g. star's anchor), as lead tokens in
+// front of block i, all at their global positions. overlap 0 or i == 0: the block alone.
+EncodeStep overlapped_block_step(std::span<const int32_t> context_ids, const std::vector<TokenRange>& blocks,
+                                 int i, int64_t overlap, int64_t not_before);
+
 // The checks every builder shares: "<algorithm>: n_ranks must be >= 1, got 0".
 Status check_rank_count(std::string_view algorithm, int n_ranks);
 Status check_block_size(std::string_view algorithm, int64_t block_size);
+Status check_boundary_overlap(std::string_view algorithm, int64_t boundary_overlap);
 
 }  // namespace star
