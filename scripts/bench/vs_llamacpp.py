@@ -2,7 +2,7 @@
 """star-bench against llama.cpp's llama-bench on the same GGUF files: prefill and decode tokens/s
 and peak RSS, runs alternated (starserve, llama.cpp, starserve, ...), medians.
 
-    scripts/bench/vs_llamacpp.py --llama-cpp-dir /work/ext/llama.cpp-build
+    scripts/bench/vs_llamacpp.py --llama-cpp-dir <llama.cpp build directory>
     scripts/bench/vs_llamacpp.py --models small --dtypes q4_0 q4_k_m --tests decode --repeats 3
 
 Model files: SmolLM2-135M-Instruct Q4_1 (scripts/fetch_models.sh puts it in ~/.cache/starserve/),
@@ -39,7 +39,8 @@ SMOLLM2 = os.path.expanduser("~/.cache/starserve/SmolLM2-135M-Instruct.Q4_1.gguf
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--llama-cpp-dir", default=os.environ.get("LLAMA_CPP_DIR", "/work/ext/llama.cpp-build"),
+    p.add_argument("--llama-cpp-dir", default=os.environ.get("LLAMA_CPP_DIR"),
+                   required="LLAMA_CPP_DIR" not in os.environ,
                    help="llama.cpp build directory holding bin/llama-bench (or LLAMA_CPP_DIR)")
     p.add_argument("--llama-cpp-commit", help="recorded in the output; default: llama-bench's build_commit")
     p.add_argument("--build-dir", default=os.path.join(REPO, "build"), help="holds star-bench and star-mkmodel")

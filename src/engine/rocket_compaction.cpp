@@ -51,7 +51,8 @@ Keep keep_everything(int64_t layers, int64_t kv_heads, int64_t tokens) {
 Status check_rocket_plan(const BlockPlan& plan, const RocketConfig& config) {
   // The engine's own guard for callers that build a RocketConfig directly (the configuration
   // readers run the same validation).
-  if (Status s = validate_sparse_attention_config({.algorithm = "rocket", .rocket = config}); !s.ok()) return s;
+  const SparseAttentionConfig sparse{.algorithm = "rocket", .skip_softmax = {}, .rocket = config};
+  if (Status s = validate_sparse_attention_config(sparse); !s.ok()) return s;
   if (plan.window.bounded()) {
     return invalid_argument("sparse_attention 'rocket': not with attention '" + plan.algorithm +
                             "' (its sliding window already bounds the keys)");

@@ -62,7 +62,7 @@ TEST(Validate, EachFieldNamesItsValueAndRange) {
       {"anchor_size", [](AttentionConfig& c) { c.anchor_size = -2; }, {"anchor_size", "-2", "[-1, 2147483647]"}},
       {"boundary_overlap", [](AttentionConfig& c) { c.boundary_overlap = -1; }, {"boundary_overlap", "-1", "[0, 2147483647]"}},
       {"boundary_overlap on ring", [](AttentionConfig& c) { c.algorithm = "ring"; c.boundary_overlap = 8; },
-       {"boundary_overlap = 8", "star, no-anchor and pulsar", "not to ring"}},
+       {"boundary_overlap = 8", "star, no-anchor, pulsar", "not to ring"}},
       {"boundary_overlap on dense", [](AttentionConfig& c) { c.algorithm = "dense"; c.boundary_overlap = 1; },
        {"boundary_overlap = 1", "not to dense"}},
       {"sink_tokens", [](AttentionConfig& c) { c.sink_tokens = -1; }, {"sink_tokens", "-1", "[0, 2147483647]"}},

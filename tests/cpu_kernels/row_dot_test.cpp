@@ -36,7 +36,8 @@ struct Row {
 // Q4_1 and Q5_1 blocks; for Q4_K and Q5_K, whose codes all lie past the 16 bytes of d, dmin and
 // scales, the value of code 0 (0·scale − dmin·min) in the block with those code bytes zeroed.
 std::vector<float> block_offsets(DType type, const std::vector<std::byte>& weight, int64_t k) {
-  std::vector<float> m(static_cast<size_t>(k / quant::kLegacyBlock), 0.f);
+  // One per started block: float rows (F16, BF16) need not fill their last one.
+  std::vector<float> m(static_cast<size_t>((k + quant::kLegacyBlock - 1) / quant::kLegacyBlock), 0.f);
   if (type == DType::kQ4_1 || type == DType::kQ5_1) {
     for (size_t b = 0; b < m.size(); ++b) {
       uint16_t bits;

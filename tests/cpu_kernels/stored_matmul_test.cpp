@@ -86,13 +86,12 @@ std::vector<float> rounded_to_bf16(const std::vector<float>& v) {
   return out;
 }
 
-// Past kRowDotMaxRows, on a CPU with AVX512-BF16, the product multiplies x and ŵ rounded to bf16
-// (oneDNN) and sums in float32: sgemm of the rounded operands up to re-association. With the ISA
-// capped at AVX2, and for few rows of the types without a row-dot kernel, sgemm of x and ŵ.
+// Past kRowDotMaxRows, on a CPU with AVX512-BF16, a BF16 weight multiplies x rounded to bf16
+// (oneDNN) and sums in float32: sgemm of the rounded operands up to re-association. Other types,
+// the ISA capped at AVX2, and few rows of the types without a row-dot kernel: sgemm of x and ŵ.
 TEST(StoredMatmul, ManyRowsAndOtherTypesEqualSgemmOfTheDequantizedWeight) {
   std::mt19937 rng(22);
-  // k = 4096 gives 512-row float32 tiles of 8 MiB (1024-row bf16 ones): m = 1100 takes whole
-  // tiles and a partial one on either path.
+  // k = 4096 gives 512-row float32 tiles of 8 MiB: m = 1100 takes whole tiles and a partial one.
   const int64_t m = 1100, k = 4096;
   for (cpu::Isa isa : {cpu::Isa::kAvx2, cpu::Isa::kAvx512}) {
     cpu::limit_isa(isa);
@@ -104,7 +103,7 @@ TEST(StoredMatmul, ManyRowsAndOtherTypesEqualSgemmOfTheDequantizedWeight) {
       // Few rows of a type without a row-dot kernel: rows widened in L1, float32 dots.
       if (cpu::few_rows_kernel(type, cpu::Isa::kScalar) == nullptr) row_counts.insert(row_counts.end(), {1, 3});
       for (int64_t n : row_counts) {
-        const bool rounded = bf16_products && n > cpu::kRowDotMaxRows;
+        const bool rounded = bf16_products && type == DType::kBF16 && n > cpu::kRowDotMaxRows;
         for (bool accumulate : {false, true}) {
           const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);
           const auto y0 = testing::random_tensor(static_cast<size_t>(n * m), rng);

@@ -112,10 +112,10 @@ TEST(StoredWeights, EngineEqualsTheF32PathOnTheDequantizedFile) {
     ASSERT_EQ(got.decode.size(), want.decode.size());
 
     // Prefill multiplies the same float32 values with sgemm, tile by tile (only the summation
-    // order differs), or, on a CPU with AVX512-BF16, activations and weights of the non-F32 files
-    // rounded to bf16 (2^-9 of each value at most; through two layers that moved the logits by at
-    // most 0.81% of their largest magnitude, hence 2%).
-    const bool bf16_prefill = type.base != DType::kF32 && cpu::best_isa() == cpu::Isa::kAvx512;
+    // order differs), or, for BF16 files on a CPU with AVX512-BF16, the activations rounded to bf16
+    // (2^-9 of each value at most; through two layers that moved the logits by at most 0.81% of
+    // their largest magnitude, hence 2%).
+    const bool bf16_prefill = type.base == DType::kBF16 && cpu::best_isa() == cpu::Isa::kAvx512;
     const double prefill_tolerance = bf16_prefill ? 2e-2 : 1e-4;
     EXPECT_LE(max_abs_difference(got.prefill, want.prefill), prefill_tolerance * max_abs(want.prefill)) << "prefill";
     // Decode rounds the inputs of the Q4_0, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K matrices to

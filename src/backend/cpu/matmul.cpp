@@ -95,9 +95,8 @@ void matmul_widened_rows(const float* x, int64_t n, const WeightTensor& w, float
 }
 
 // Many activation rows: widen a tile of weight rows to float32, multiply it with sgemm into the
-// tile's columns of y, next tile; from weight row `first_row` on.
-void matmul_widened_tiles(const float* x, int64_t n, const WeightTensor& w, float* y, bool accumulate,
-                          int64_t first_row = 0) {
+// tile's columns of y, next tile.
+void matmul_widened_tiles(const float* x, int64_t n, const WeightTensor& w, float* y, bool accumulate) {
   const int64_t k = w.cols(), m = w.rows();
   const int64_t tile_rows = std::clamp<int64_t>(kTileBytes / (k * static_cast<int64_t>(sizeof(float))), 16, m);
   // Reused across calls: a fresh allocation this size is a fresh mapping, page-faulted in each time.
@@ -105,7 +104,7 @@ void matmul_widened_tiles(const float* x, int64_t n, const WeightTensor& w, floa
   scratch.resize(static_cast<size_t>(tile_rows * k));
   float* const tile = scratch.data();  // the OpenMP workers' own thread_local would be empty
   const float beta = accumulate ? 1.f : 0.f;
-  for (int64_t first = first_row; first < m; first += tile_rows) {
+  for (int64_t first = 0; first < m; first += tile_rows) {
     const int64_t rows = std::min(tile_rows, m - first);
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; ++r) dequantize_weight_rows(w, first + r, 1, tile + r * k);
@@ -120,39 +119,20 @@ void matmul_widened_tiles(const float* x, int64_t n, const WeightTensor& w, floa
   }
 }
 
-// Many activation rows on a CPU that multiplies bf16 pairs (bf16_gemm.h), at about twice sgemm's
-// rate: the activations are rounded to bf16 once; BF16 weights are multiplied in place, the other
-// types widened to bf16 a tile at a time. Rounding x and ŵ to bf16 moves each product by at most
-// 2^-8 + 2^-18 of its magnitude: finer than the 8-bit activation blocks of the few-row path.
-// Returns the weight rows done, all of them unless oneDNN failed on a tile.
-int64_t matmul_bf16_tiles(const float* x, int64_t n, const WeightTensor& w, float* y, bool accumulate) {
+// Many activation rows and BF16 weights on a CPU that multiplies bf16 pairs (bf16_gemm.h): the
+// weights in place, at about twice sgemm's rate, with the activations rounded to bf16 once (as
+// llama.cpp does for BF16 weights). Quantized weights are not rounded to bf16 on the way: that
+// moved SmolLM2's KV enough to change 2 of 8 greedy continuations; they go to sgemm in float32.
+// False when oneDNN failed.
+bool matmul_bf16_weights(const float* x, int64_t n, const WeightTensor& w, float* y, bool accumulate) {
   const int64_t k = w.cols(), m = w.rows();
-  // Reused across calls, as matmul_widened_tiles' scratch; the OpenMP workers see raw pointers.
-  thread_local std::vector<uint16_t> x_scratch, tile_scratch;
+  // Reused across calls, as matmul_widened_tiles' scratch; the OpenMP workers see a raw pointer.
+  thread_local std::vector<uint16_t> x_scratch;
   x_scratch.resize(static_cast<size_t>(n * k));
   uint16_t* const x_bf16 = x_scratch.data();
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n * k; ++i) x_bf16[i] = f32_to_bf16(x[i]);
-  if (w.dtype == DType::kBF16) {
-    return bf16_gemm_nt(x_bf16, n, k, reinterpret_cast<const uint16_t*>(w.data), m, y, m, accumulate) ? m : 0;
-  }
-  const int64_t tile_rows = std::clamp<int64_t>(kTileBytes / (k * 2), 16, m);
-  tile_scratch.resize(static_cast<size_t>(tile_rows * k));
-  uint16_t* const tile = tile_scratch.data();
-  for (int64_t first = 0; first < m; first += tile_rows) {
-    const int64_t rows = std::min(tile_rows, m - first);
-#pragma omp parallel
-    {
-      std::vector<float> row(static_cast<size_t>(k));
-#pragma omp for schedule(static)
-      for (int64_t r = 0; r < rows; ++r) {
-        dequantize_weight_rows(w, first + r, 1, row.data());
-        for (int64_t c = 0; c < k; ++c) tile[r * k + c] = f32_to_bf16(row[c]);
-      }
-    }
-    if (!bf16_gemm_nt(x_bf16, n, k, tile, rows, y + first, m, accumulate)) return first;
-  }
-  return m;
+  return bf16_gemm_nt(x_bf16, n, k, reinterpret_cast<const uint16_t*>(w.data), m, y, m, accumulate);
 }
 
 }  // namespace
@@ -197,8 +177,8 @@ void matmul(const float* x, int64_t n, const WeightTensor& w, float* y, bool acc
     }
     return;
   }
-  const int64_t done = bf16_gemm_fast() ? matmul_bf16_tiles(x, n, w, y, accumulate) : 0;
-  if (done < m) matmul_widened_tiles(x, n, w, y, accumulate, done);
+  if (w.dtype == DType::kBF16 && bf16_gemm_fast() && matmul_bf16_weights(x, n, w, y, accumulate)) return;
+  matmul_widened_tiles(x, n, w, y, accumulate);
 }
 
 void matmul_shared_input(const float* x, int64_t n, std::initializer_list<MatmulOutput> outputs) {

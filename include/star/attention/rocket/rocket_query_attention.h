@@ -5,8 +5,8 @@
 // Selection per KV head:
 //   - a pass of several tokens (the query) attends to every row: stage 1 already compacted them;
 //   - a decode step runs stage 2: the rows of the top min(topk, P) KT pages, plus, on the query
-//     host, always the step's own token and the `window_size` rows before it (a choice: SPARSE.md
-//     leaves open whether the newest tokens are always in).
+//     host, always the step's own token and the `window_size` rows before it (a choice: the
+//     paper and TensorRT-LLM leave open whether the newest tokens are always in).
 // The query host appends the new tokens to every head and masks them causally.
 #pragma once
 

@@ -9,7 +9,7 @@
 // and window_scores normalizes with the merged value, so the scores equal one rank's exactly up
 // to the rounding of the merged log-sum-exp.
 //
-// Choices SPARSE.md leaves open: ties in the top-k go to the lower token index (max-pool makes
+// Choices the paper and TensorRT-LLM leave open: ties in the top-k go to the lower token index (max-pool makes
 // plateaus of equal scores, so ties are common); dot products are float32, exponentials and sums
 // float64.
 #pragma once
