@@ -48,58 +48,39 @@ STAR_AVX512 __m256 q5_1_block(const quant::BlockQ5_1& w, const quant::BlockQ8_1&
   return _mm256_fmadd_ps(scale(w.d, x.d), unsigned_block_dot(q5_codes(w.qs, w.qh), load_qs(x.qs)), acc);
 }
 
+// The row's blocks in two independent FMA chains; the offset types (a weight block with m) add
+// m·s per block beside, in float.
+template <typename WBlock, typename XBlock, __m256 (*kBlockDot)(const WBlock&, const XBlock&, __m256)>
+STAR_AVX512 float paired_block_dot(const std::byte* w, const std::byte* x, int64_t k) {
+  const auto* wb = reinterpret_cast<const WBlock*>(w);
+  const auto* xb = reinterpret_cast<const XBlock*>(x);
+  const int64_t blocks = k / kLegacyBlock;
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t b = 0;
+  for (; b + 2 <= blocks; b += 2) {
+    acc0 = kBlockDot(wb[b], xb[b], acc0);
+    acc1 = kBlockDot(wb[b + 1], xb[b + 1], acc1);
+  }
+  if (b < blocks) acc0 = kBlockDot(wb[b], xb[b], acc0);
+  float offsets = 0.f;
+  if constexpr (requires(const WBlock& block) { block.m; }) {
+    for (b = 0; b < blocks; ++b) offsets += _cvtsh_ss(wb[b].m) * _cvtsh_ss(xb[b].s);
+  }
+  return horizontal_sum_8(_mm256_add_ps(acc0, acc1)) + offsets;
+}
+
 }  // namespace
 
 STAR_AVX512 float q4_1_q8_1_avx512(const std::byte* w, const std::byte* x, int64_t k) {
-  const auto* wb = reinterpret_cast<const quant::BlockQ4_1*>(w);
-  const auto* xb = reinterpret_cast<const quant::BlockQ8_1*>(x);
-  const int64_t blocks = k / kLegacyBlock;
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  float offsets = 0.f;
-  int64_t b = 0;
-  for (; b + 2 <= blocks; b += 2) {
-    acc0 = q4_1_block(wb[b], xb[b], acc0);
-    acc1 = q4_1_block(wb[b + 1], xb[b + 1], acc1);
-    offsets += _cvtsh_ss(wb[b].m) * _cvtsh_ss(xb[b].s) + _cvtsh_ss(wb[b + 1].m) * _cvtsh_ss(xb[b + 1].s);
-  }
-  if (b < blocks) {
-    acc0 = q4_1_block(wb[b], xb[b], acc0);
-    offsets += _cvtsh_ss(wb[b].m) * _cvtsh_ss(xb[b].s);
-  }
-  return horizontal_sum_8(_mm256_add_ps(acc0, acc1)) + offsets;
+  return paired_block_dot<quant::BlockQ4_1, quant::BlockQ8_1, q4_1_block>(w, x, k);
 }
 
 STAR_AVX512 float q5_0_q8_0_avx512(const std::byte* w, const std::byte* x, int64_t k) {
-  const auto* wb = reinterpret_cast<const quant::BlockQ5_0*>(w);
-  const auto* xb = reinterpret_cast<const quant::BlockQ8_0*>(x);
-  const int64_t blocks = k / kLegacyBlock;
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  int64_t b = 0;
-  for (; b + 2 <= blocks; b += 2) {
-    acc0 = q5_0_block(wb[b], xb[b], acc0);
-    acc1 = q5_0_block(wb[b + 1], xb[b + 1], acc1);
-  }
-  if (b < blocks) acc0 = q5_0_block(wb[b], xb[b], acc0);
-  return horizontal_sum_8(_mm256_add_ps(acc0, acc1));
+  return paired_block_dot<quant::BlockQ5_0, quant::BlockQ8_0, q5_0_block>(w, x, k);
 }
 
 STAR_AVX512 float q5_1_q8_1_avx512(const std::byte* w, const std::byte* x, int64_t k) {
-  const auto* wb = reinterpret_cast<const quant::BlockQ5_1*>(w);
-  const auto* xb = reinterpret_cast<const quant::BlockQ8_1*>(x);
-  const int64_t blocks = k / kLegacyBlock;
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  float offsets = 0.f;
-  int64_t b = 0;
-  for (; b + 2 <= blocks; b += 2) {
-    acc0 = q5_1_block(wb[b], xb[b], acc0);
-    acc1 = q5_1_block(wb[b + 1], xb[b + 1], acc1);
-    offsets += _cvtsh_ss(wb[b].m) * _cvtsh_ss(xb[b].s) + _cvtsh_ss(wb[b + 1].m) * _cvtsh_ss(xb[b + 1].s);
-  }
-  if (b < blocks) {
-    acc0 = q5_1_block(wb[b], xb[b], acc0);
-    offsets += _cvtsh_ss(wb[b].m) * _cvtsh_ss(xb[b].s);
-  }
-  return horizontal_sum_8(_mm256_add_ps(acc0, acc1)) + offsets;
+  return paired_block_dot<quant::BlockQ5_1, quant::BlockQ8_1, q5_1_block>(w, x, k);
 }
 
 }  // namespace star::cpu::row_dots
