@@ -28,18 +28,48 @@ function(star_core_library)
 endfunction()
 
 # star_cuda_library(NAME <target> SOURCES ...): the CUDA backend (kernels/, backend/cuda, the NCCL
-# communicator) on top of star_core. It has no sanitized variant, so nvcc and ASan never meet:
-# the 'asan' unit tests link star_core_asan alone.
+# communicator), compiled once (position-independent, hidden visibility) into two libraries:
+#   <NAME>          static, on top of star_core: the cuda.* tests link it directly;
+#   <NAME>_backend  the module libstar_cuda_backend.so next to the binaries, which they dlopen only
+#                   for --backend cuda (backend/cuda_backend_loader.h). It links the CUDA libraries
+#                   but not star_core: its calls into star_core resolve against the binary that
+#                   loads it (star_cuda_backend_host), so the binaries themselves never map CUDA.
+# It has no sanitized variant, so nvcc and ASan never meet: the 'asan' unit tests link
+# star_core_asan alone.
 function(star_cuda_library)
   cmake_parse_arguments(ARG "" "NAME" "SOURCES" ${ARGN})
-  add_library(${ARG_NAME} STATIC ${ARG_SOURCES})
-  target_include_directories(${ARG_NAME} PUBLIC ${CMAKE_SOURCE_DIR}/include)
-  target_compile_options(${ARG_NAME} PRIVATE
+  set(cuda_libraries CUDA::cudart CUDA::cublas CUDA::cublasLt star_nccl)
+  add_library(${ARG_NAME}_objects OBJECT ${ARG_SOURCES})
+  set_target_properties(${ARG_NAME}_objects PROPERTIES POSITION_INDEPENDENT_CODE ON
+    CXX_VISIBILITY_PRESET hidden CUDA_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+  target_compile_options(${ARG_NAME}_objects PRIVATE
     $<$<COMPILE_LANGUAGE:CXX>:${STAR_WARNINGS}>
     $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CONFIG:Release>>:-O3 -march=native>
     $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo -Xcompiler=-Wall,-Wextra,-Wno-unused-parameter>)
-  target_link_libraries(${ARG_NAME} PUBLIC
-    star_core CUDA::cudart CUDA::cublas CUDA::cublasLt star_nccl)
+  # Compile-time usage only: an object library links nothing.
+  target_link_libraries(${ARG_NAME}_objects PUBLIC star_core ${cuda_libraries})
+
+  add_library(${ARG_NAME} STATIC $<TARGET_OBJECTS:${ARG_NAME}_objects>)
+  target_include_directories(${ARG_NAME} PUBLIC ${CMAKE_SOURCE_DIR}/include)
+  target_link_libraries(${ARG_NAME} PUBLIC star_core ${cuda_libraries})
+
+  add_library(${ARG_NAME}_backend MODULE $<TARGET_OBJECTS:${ARG_NAME}_objects>)
+  set_target_properties(${ARG_NAME}_backend PROPERTIES OUTPUT_NAME star_cuda_backend
+    LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
+  target_link_libraries(${ARG_NAME}_backend PRIVATE ${cuda_libraries} MPI::MPI_CXX spdlog::spdlog)
+endfunction()
+
+# star_cuda_backend_host(TARGET <executable> BACKEND <module target>): an executable that may
+# dlopen the CUDA backend module. It carries all of star_core (--whole-archive, so whatever the
+# module calls is there) and exports its star:: symbols (cmake/star_core_exports.list), and it is
+# built after the module.
+function(star_cuda_backend_host)
+  cmake_parse_arguments(ARG "" "TARGET;BACKEND" "" ${ARGN})
+  set(exports ${CMAKE_SOURCE_DIR}/cmake/star_core_exports.list)
+  target_link_options(${ARG_TARGET} PRIVATE "LINKER:--dynamic-list=${exports}"
+    "LINKER:--whole-archive,$<TARGET_FILE:star_core>,--no-whole-archive")
+  set_property(TARGET ${ARG_TARGET} APPEND PROPERTY LINK_DEPENDS ${exports})
+  add_dependencies(${ARG_TARGET} ${ARG_BACKEND})
 endfunction()
 
 # star_proto_library(NAME <target> ROOT <dir> PROTOS <paths under ROOT>): protobuf messages and gRPC
