@@ -1,0 +1,96 @@
+"""llama.cpp's `llama-server` for the serving benchmarks: started with N slots and continuous
+batching, each slot primed with the shared context (the counterpart of starserve's CreateContext),
+then streamed from with /completion on token ids.
+"""
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+
+def llama_cpp_commit(llama_cpp_dir):
+    """The commit `llama-server --version` reports ("?" when it names none)."""
+    out = subprocess.run([os.path.join(llama_cpp_dir, "bin", "llama-server"), "--version"], capture_output=True,
+                         text=True).stderr
+    found = re.search(r"commit ([0-9a-f]+)", out)
+    return found.group(1) if found else "?"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LlamaServer:
+    """`llama-server -np <slots> -cb -t <threads> -tb <threads>`, a context of `slot_tokens` per slot."""
+
+    def __init__(self, llama_cpp_dir, model, slots, slot_tokens, threads, work_dir):
+        self.url = f"http://127.0.0.1:{free_port()}"
+        self.log_path = os.path.join(work_dir, f"llama-server-np{slots}.log")
+        port = self.url.rsplit(":", 1)[1]
+        command = [os.path.join(llama_cpp_dir, "bin", "llama-server"), "-m", model, "-np", str(slots), "-cb",
+                   "-c", str(slots * slot_tokens), "-t", str(threads), "-tb", str(threads), "--host", "127.0.0.1",
+                   "--port", port]
+        with open(self.log_path, "w") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 300
+        while not self._healthy():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.process.kill()
+                sys.exit(f"llama-server did not start; see {self.log_path}")
+            time.sleep(0.2)
+
+    def _healthy(self):
+        try:
+            with urllib.request.urlopen(self.url + "/health", timeout=2) as response:
+                return response.status == 200
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def stop(self):
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def _post(self, body):
+        request = urllib.request.Request(self.url + "/completion", data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"}, method="POST")
+        return urllib.request.urlopen(request, timeout=3600)
+
+    def prime(self, slot, context_ids):
+        """Evaluates the context in `slot`, kept there (cache_prompt) for the requests that follow."""
+        with self._post({"prompt": context_ids, "n_predict": 1, "id_slot": slot, "cache_prompt": True,
+                         "temperature": 0.0}) as response:
+            json.load(response)
+
+    def generate(self, slot, prompt_ids, max_tokens, stream):
+        """Streams one greedy completion of exactly max_tokens tokens (ignore_eos) from `slot` into
+        `stream` (serving.TokenStream); the final message goes to stream.done."""
+        stream.sent = time.monotonic()
+        body = {"prompt": prompt_ids, "n_predict": max_tokens, "ignore_eos": True, "id_slot": slot,
+                "cache_prompt": True, "temperature": 0.0, "stream": True}
+        made = 0
+        try:
+            with self._post(body) as response:
+                for raw in response:
+                    line = raw.decode().strip()
+                    if not line.startswith("data:"):
+                        continue
+                    event = json.loads(line[len("data:"):])
+                    # tokens_predicted counts every token so far, also one whose text is not whole yet.
+                    stream.add(event["tokens_predicted"] - made)
+                    made = event["tokens_predicted"]
+                    if event.get("stop"):
+                        stream.done = event
+                        break
+        except (urllib.error.URLError, OSError, ValueError, KeyError) as error:
+            stream.error = repr(error)
