@@ -12,6 +12,8 @@ import time
 import urllib.error
 import urllib.request
 
+from serving import log_tail
+
 
 def llama_cpp_commit(llama_cpp_dir):
     """The commit `llama-server --version` reports ("?" when it names none)."""
@@ -43,7 +45,7 @@ class LlamaServer:
         while not self._healthy():
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.process.kill()
-                sys.exit(f"llama-server did not start; see {self.log_path}")
+                sys.exit("llama-server did not start:\n" + log_tail(self.log_path))
             time.sleep(0.2)
 
     def _healthy(self):

@@ -69,7 +69,7 @@ class StarServer:
     def _check_alive(self, deadline):
         if self.process.poll() is not None or time.monotonic() > deadline:
             self.process.kill()
-            sys.exit(f"star-server did not start; see {self.log_path}")
+            sys.exit("star-server did not start:\n" + log_tail(self.log_path))
         time.sleep(0.1)
 
     def stop(self):
@@ -135,6 +135,12 @@ class TokenStream:
     def gaps(self):
         """Inter-token latencies from the first token on."""
         return [b - a for a, b in zip(self.times, self.times[1:])]
+
+
+def log_tail(path, lines=20):
+    """The end of a server's log (it lives in a temporary folder that is gone once the script exits)."""
+    with open(path, errors="replace") as f:
+        return "".join(f.readlines()[-lines:])
 
 
 def decode_rate(streams):
