@@ -44,7 +44,8 @@ def parse_args():
     p.add_argument("--streams", type=int, default=4)
     p.add_argument("--context-tokens", type=int, default=2048, help="the streams' encoded context")
     p.add_argument("--query-tokens", type=int, default=16)
-    p.add_argument("--stream-tokens", type=int, default=256, help="tokens each stream makes")
+    p.add_argument("--stream-tokens", type=int, default=512,
+                   help="tokens each stream makes (enough to decode through the arrival's Phase 1)")
     p.add_argument("--arrival-tokens", type=int, default=16384, help="the arrival's inline context")
     p.add_argument("--arrival-max-tokens", type=int, default=4)
     p.add_argument("--arrival-after", type=int, default=16, help="tokens the first stream makes before the arrival")
@@ -134,6 +135,7 @@ def summarize(alone, arrival_alone, together, arriving):
         "itl_p99_together": serving.percentile(gaps(together), 99),
         "itl_p99_during_phase1": serving.percentile(during, 99) if during else None,
         "stream_tokens_during_phase1": len(during),
+        "streams_end_after_phase1": float(max(s.times[-1] for s in together) >= span[1]),
         "phase1_seconds_alone": arrival_alone.done.timings.phase1_seconds,
         "phase1_seconds_together": arriving.done.timings.phase1_seconds,
         "first_token_seconds_alone": arrival_alone.times[0] - arrival_alone.sent,
@@ -165,6 +167,7 @@ def main():
             star.stop()
     result = {k: serving.median([s[k] for s in samples]) if all(s[k] is not None for s in samples) else None
               for k in samples[0]}
+    result["streams_end_after_phase1"] = min(s["streams_end_after_phase1"] for s in samples)  # 1: in every run
     print_table(args, result)
     if args.json:
         with open(args.json, "w") as f:
@@ -197,6 +200,9 @@ def print_table(args, m):
           f"{ratio(m['first_token_seconds_together'], m['first_token_seconds_alone'])} | |")
     print(f"\nstream tokens that arrived during the arrival's Phase 1: {m['stream_tokens_during_phase1']:.0f} "
           f"(median); the arrival waited {m['queue_seconds_together']:.2f} s in the queue")
+    if m["streams_end_after_phase1"] < 1:
+        print("note: in some runs the streams ended before the arrival's Phase 1 did, so part of it ran beside "
+              "no stream (with a server that runs one request at a time, always); raise --stream-tokens to cover it")
 
 
 def write_png(path, args, alone, together, arriving):
