@@ -98,11 +98,9 @@ class StarServer:
                 return response.context
         sys.exit("CreateContext ended without a context")
 
-    def generate(self, request, stream, started=None):
-        """Runs one Generate into `stream` (a TokenStream); `started` is set once it is sent."""
+    def generate(self, request, stream):
+        """Runs one Generate into `stream` (a TokenStream)."""
         stream.sent = time.monotonic()
-        if started is not None:
-            started.set()
         try:
             for response in self.stub.Generate(request):
                 if response.HasField("chunk"):
@@ -128,13 +126,8 @@ class TokenStream:
         self.done = None
         self.error = None
 
-    def add(self, tokens, when=None):
-        now = time.monotonic() if when is None else when
-        self.times.extend([now] * tokens)
-
-    def gaps(self):
-        """Inter-token latencies from the first token on."""
-        return [b - a for a, b in zip(self.times, self.times[1:])]
+    def add(self, tokens):
+        self.times.extend([time.monotonic()] * tokens)
 
 
 def log_tail(path, lines=20):
