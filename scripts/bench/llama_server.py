@@ -1,6 +1,7 @@
 """llama.cpp's `llama-server` for the serving benchmarks: started with N slots and continuous
-batching, each slot primed with the shared context (the counterpart of starserve's CreateContext),
-then streamed from with /completion on token ids.
+batching; the shared context is evaluated once in slot 0 and saved to a file (the counterpart of
+starserve's CreateContext), restored into every slot before each run, and /completion streams from
+the slots on token ids.
 """
 import json
 import os
@@ -30,15 +31,17 @@ def free_port():
 
 
 class LlamaServer:
-    """`llama-server -np <slots> -cb -t <threads> -tb <threads>`, a context of `slot_tokens` per slot."""
+    """`llama-server -np <slots> -cb -t <threads> -tb <threads>`, a context of `slot_tokens` per slot,
+    slot files in `work_dir`."""
 
     def __init__(self, llama_cpp_dir, model, slots, slot_tokens, threads, work_dir):
         self.url = f"http://127.0.0.1:{free_port()}"
         self.log_path = os.path.join(work_dir, f"llama-server-np{slots}.log")
+        self.context_file = f"context-np{slots}.bin"
         port = self.url.rsplit(":", 1)[1]
         command = [os.path.join(llama_cpp_dir, "bin", "llama-server"), "-m", model, "-np", str(slots), "-cb",
                    "-c", str(slots * slot_tokens), "-t", str(threads), "-tb", str(threads), "--host", "127.0.0.1",
-                   "--port", port]
+                   "--port", port, "--slot-save-path", work_dir]
         with open(self.log_path, "w") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 300
@@ -63,15 +66,28 @@ class LlamaServer:
             self.process.kill()
             self.process.wait()
 
-    def _post(self, body):
-        request = urllib.request.Request(self.url + "/completion", data=json.dumps(body).encode(),
+    def _post(self, path, body):
+        request = urllib.request.Request(self.url + path, data=json.dumps(body).encode(),
                                          headers={"Content-Type": "application/json"}, method="POST")
-        return urllib.request.urlopen(request, timeout=3600)
+        try:
+            return urllib.request.urlopen(request, timeout=3600)
+        except urllib.error.HTTPError as error:
+            sys.exit(f"llama-server: POST {path}: HTTP {error.code}: {error.read()[:500].decode(errors='replace')}")
 
-    def prime(self, slot, context_ids):
-        """Evaluates the context in `slot`, kept there (cache_prompt) for the requests that follow."""
-        with self._post({"prompt": context_ids, "n_predict": 1, "id_slot": slot, "cache_prompt": True,
-                         "temperature": 0.0}) as response:
+    def save_context(self, context_ids):
+        """Evaluates the context in slot 0 and saves that slot's KV in the slot folder. The file fits
+        servers with this slot count only (each slot is its own KV stream)."""
+        with self._post("/completion", {"prompt": context_ids, "n_predict": 1, "id_slot": 0, "cache_prompt": True,
+                                        "temperature": 0.0}) as response:
+            json.load(response)
+        with self._post("/slots/0?action=save", {"filename": self.context_file}) as response:
+            saved = json.load(response)
+        if saved.get("n_saved") != len(context_ids):
+            sys.exit(f"llama-server saved {saved.get('n_saved')} context tokens, not {len(context_ids)}")
+
+    def restore_context(self, slot):
+        """Puts the saved context back into `slot` (a file read: no evaluation)."""
+        with self._post(f"/slots/{slot}?action=restore", {"filename": self.context_file}) as response:
             json.load(response)
 
     def generate(self, slot, prompt_ids, max_tokens, stream):
@@ -82,7 +98,7 @@ class LlamaServer:
                 "cache_prompt": True, "temperature": 0.0, "stream": True}
         made = 0
         try:
-            with self._post(body) as response:
+            with self._post("/completion", body) as response:
                 for raw in response:
                     line = raw.decode().strip()
                     if not line.startswith("data:"):

@@ -12,9 +12,11 @@ it at once (SessionInput, each with its own --query-tokens query), greedy, ignor
 stream makes exactly --max-tokens tokens.
 
 llama.cpp: `llama-server -np N -cb -t T -tb T` (T = every thread starserve has, ranks x threads)
-on the same file, restarted for each N; each slot is first primed with the context (kept by
-cache_prompt, the counterpart of CreateContext), then N /completion calls stream at once, slot i
-with the same context + query i token ids, n_predict --max-tokens, ignore_eos, greedy.
+on the same file, restarted for each N. The context is evaluated once per server, in slot 0, and
+saved with /slots?action=save (the counterpart of CreateContext); before each run every slot
+restores it, so that a request evaluates only its query (cache_prompt; the JSON records prompt_n).
+Then N /completion calls stream at once, slot i with the same context + query i token ids,
+n_predict --max-tokens, ignore_eos, greedy.
 
 The metric, the same for both (serving.decode_rate): the tokens each stream made after its first,
 summed, over the wall time from the first stream's first token to the last stream's last token,
@@ -94,6 +96,8 @@ def star_run(star, context_id, queries, streams, max_tokens):
 
 
 def llama_run(llama, context_ids, queries, streams, max_tokens):
+    for slot in range(streams):
+        llama.restore_context(slot)
     out = [serving.TokenStream() for _ in range(streams)]
     run_streams([lambda i=i: llama.generate(i, context_ids + queries[i], max_tokens, out[i]) for i in range(streams)])
     for i, s in enumerate(out):
@@ -101,7 +105,7 @@ def llama_run(llama, context_ids, queries, streams, max_tokens):
                      lambda d: d.get("stop_type") == "limit" and d.get("tokens_predicted") == max_tokens)
     return {"tokens_per_second": serving.decode_rate(out),
             "first_token_seconds": [s.times[0] - s.sent for s in out],
-            # prompt tokens evaluated: the query (and at most a token or two) when the primed context was reused
+            # prompt tokens evaluated: the query's, when the restored context was reused
             "prompt_tokens_evaluated": [s.done["timings"]["prompt_n"] for s in out]}
 
 
@@ -126,8 +130,7 @@ def main():
                 if commit is not None:
                     llama = LlamaServer(args.llama_cpp_dir, model, n, args.context_tokens + args.query_tokens +
                                         args.max_tokens + 8, args.threads, work)
-                    for slot in range(n):
-                        llama.prime(slot, context_ids)
+                    llama.save_context(context_ids)
                 try:
                     for _ in range(args.repeats):
                         samples["starserve"].setdefault(n, []).append(
