@@ -69,16 +69,21 @@ def model_files(args):
             files.append(("SmolLM2-135M Q4_1", SMOLLM2))
             continue
         for dtype in args.dtypes:
-            path = os.path.join(args.cache, f"{model}-{dtype}.gguf")
-            if not os.path.exists(path):
-                os.makedirs(args.cache, exist_ok=True)
-                command = [os.path.join(args.build_dir, "star-mkmodel"), "--format", "gguf", "--dtype", dtype,
-                           "--out", path + ".part"] + SHAPES[model]
-                print("making", path, file=sys.stderr)
-                subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-                os.replace(path + ".part", path)
-            files.append((f"{model} {dtype.upper()}", path))
+            files.append((f"{model} {dtype.upper()}", bench_model_file(args.build_dir, args.cache, model, dtype)))
     return files
+
+
+def bench_model_file(build_dir, cache, model, dtype):
+    """The GGUF of a generated shape (SHAPES) in `dtype` under `cache`, made with star-mkmodel when missing."""
+    path = os.path.join(cache, f"{model}-{dtype}.gguf")
+    if not os.path.exists(path):
+        os.makedirs(cache, exist_ok=True)
+        command = [os.path.join(build_dir, "star-mkmodel"), "--format", "gguf", "--dtype", dtype,
+                   "--out", path + ".part"] + SHAPES[model]
+        print("making", path, file=sys.stderr)
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        os.replace(path + ".part", path)
+    return path
 
 
 def run_with_rusage(command):
