@@ -53,10 +53,12 @@ function(star_cuda_library)
   target_include_directories(${ARG_NAME} PUBLIC ${CMAKE_SOURCE_DIR}/include)
   target_link_libraries(${ARG_NAME} PUBLIC star_core ${cuda_libraries})
 
+  # The file name and folder are the ones the loader looks for (kCudaBackendLibrary, beside the
+  # binary); MPI is for the NCCL communicator's bootstrap.
   add_library(${ARG_NAME}_backend MODULE $<TARGET_OBJECTS:${ARG_NAME}_objects>)
   set_target_properties(${ARG_NAME}_backend PROPERTIES OUTPUT_NAME star_cuda_backend
     LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
-  target_link_libraries(${ARG_NAME}_backend PRIVATE ${cuda_libraries} MPI::MPI_CXX spdlog::spdlog)
+  target_link_libraries(${ARG_NAME}_backend PRIVATE ${cuda_libraries} MPI::MPI_CXX)
 endfunction()
 
 # star_cuda_backend_host(TARGET <executable> BACKEND <module target>): an executable that may

@@ -1,5 +1,6 @@
 // --backend cpu|cuda for the tools: which EngineModel a RuntimeModel runs on. The CPU backend is
-// always there; the CUDA one where the build has it (STAR_WITH_CUDA) and the rank sees a GPU.
+// always there; the CUDA one where the build has it (STAR_WITH_CUDA) and the rank sees a GPU. The
+// CUDA backend module is opened when "cuda" is asked for, never before (cuda_backend_loader.h).
 #pragma once
 
 #include <string>
@@ -15,8 +16,9 @@ namespace star {
 std::vector<std::string> backend_names();
 
 // Ok when this build has `backend` and this process can run it; otherwise a status naming what is
-// missing (an unknown name, a build without CUDA, no visible device). Local and cheap: call it
-// before loading anything.
+// missing (an unknown name, a build without CUDA, a CUDA backend module that cannot be loaded, no
+// visible device). Local, and cheap for "cpu" (nothing is loaded); "cuda" loads the module (once
+// per process). Call it before loading the model.
 Status check_backend(std::string_view backend);
 
 // Moves `model`'s engine onto `backend`. "cpu" keeps open_model's engine. "cuda": collective over
