@@ -24,6 +24,10 @@ def llama_cpp_commit(llama_cpp_dir):
     return found.group(1) if found else "?"
 
 
+class LlamaServerError(Exception):
+    """An HTTP error answer, with the server's message."""
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -35,13 +39,13 @@ class LlamaServer:
     slot files in `work_dir`."""
 
     def __init__(self, llama_cpp_dir, model, slots, slot_tokens, threads, work_dir):
-        self.url = f"http://127.0.0.1:{free_port()}"
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
         self.log_path = os.path.join(work_dir, f"llama-server-np{slots}.log")
         self.context_file = f"context-np{slots}.bin"
-        port = self.url.rsplit(":", 1)[1]
         command = [os.path.join(llama_cpp_dir, "bin", "llama-server"), "-m", model, "-np", str(slots), "-cb",
                    "-c", str(slots * slot_tokens), "-t", str(threads), "-tb", str(threads), "--host", "127.0.0.1",
-                   "--port", port, "--slot-save-path", work_dir]
+                   "--port", str(port), "--slot-save-path", work_dir]
         with open(self.log_path, "w") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 300
@@ -72,23 +76,29 @@ class LlamaServer:
         try:
             return urllib.request.urlopen(request, timeout=3600)
         except urllib.error.HTTPError as error:
-            sys.exit(f"llama-server: POST {path}: HTTP {error.code}: {error.read()[:500].decode(errors='replace')}")
+            raise LlamaServerError(f"POST {path}: HTTP {error.code}: "
+                                   f"{error.read()[:500].decode(errors='replace')}") from None
+
+    def _post_json(self, path, body):
+        """The JSON answer; an error answer ends the script with the server's message."""
+        try:
+            with self._post(path, body) as response:
+                return json.load(response)
+        except LlamaServerError as error:
+            sys.exit(f"llama-server: {error}")
 
     def save_context(self, context_ids):
         """Evaluates the context in slot 0 and saves that slot's KV in the slot folder. The file fits
         servers with this slot count only (each slot is its own KV stream)."""
-        with self._post("/completion", {"prompt": context_ids, "n_predict": 1, "id_slot": 0, "cache_prompt": True,
-                                        "temperature": 0.0}) as response:
-            json.load(response)
-        with self._post("/slots/0?action=save", {"filename": self.context_file}) as response:
-            saved = json.load(response)
+        self._post_json("/completion", {"prompt": context_ids, "n_predict": 1, "id_slot": 0, "cache_prompt": True,
+                                        "temperature": 0.0})
+        saved = self._post_json("/slots/0?action=save", {"filename": self.context_file})
         if saved.get("n_saved") != len(context_ids):
             sys.exit(f"llama-server saved {saved.get('n_saved')} context tokens, not {len(context_ids)}")
 
     def restore_context(self, slot):
         """Puts the saved context back into `slot` (a file read: no evaluation)."""
-        with self._post(f"/slots/{slot}?action=restore", {"filename": self.context_file}) as response:
-            json.load(response)
+        self._post_json(f"/slots/{slot}?action=restore", {"filename": self.context_file})
 
     def generate(self, slot, prompt_ids, max_tokens, stream):
         """Streams one greedy completion of exactly max_tokens tokens (ignore_eos) from `slot` into
@@ -110,5 +120,5 @@ class LlamaServer:
                     if event.get("stop"):
                         stream.done = event
                         break
-        except (urllib.error.URLError, OSError, ValueError, KeyError) as error:
+        except (LlamaServerError, urllib.error.URLError, OSError, ValueError, KeyError) as error:
             stream.error = repr(error)

@@ -62,7 +62,9 @@ def parse_args():
     return args
 
 
-class Bench:
+class Scenarios:
+    """The streams' and the arrival's requests, and the runs made of them."""
+
     def __init__(self, star, args):
         self.star, self.args = star, args
         pb = star.pb
@@ -154,11 +156,11 @@ def main():
         star = serving.StarServer(args.build_dir, model, args.ranks, args.threads_per_rank,
                                   ["--kv-dtype", args.kv_dtype] + args.server_arg, work, serving.grpc_modules(stubs))
         try:
-            bench = Bench(star, args)
+            scenarios = Scenarios(star, args)
             for r in range(args.repeats):
-                alone, _ = bench.streams()
-                arrival_alone = bench.arrival_alone()
-                together, arriving = bench.streams(arrival=True)
+                alone, _ = scenarios.streams()
+                arrival_alone = scenarios.arrival_alone()
+                together, arriving = scenarios.streams(arrival=True)
                 samples.append(summarize(alone, arrival_alone, together, arriving))
                 print(f"repeat {r + 1}: " + ", ".join(f"{k} {v:.4g}" for k, v in samples[-1].items() if v is not None),
                       file=sys.stderr, flush=True)

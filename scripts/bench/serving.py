@@ -93,9 +93,12 @@ class StarServer:
     def create_context(self, ids, reserve_tokens):
         """Encodes `ids` once on every rank; returns the ContextInfo."""
         request = self.pb.CreateContextRequest(ids=self.pb.TokenIds(ids=ids), reserve_tokens=reserve_tokens)
-        for response in self.stub.CreateContext(request):
-            if response.HasField("context"):
-                return response.context
+        try:
+            for response in self.stub.CreateContext(request):
+                if response.HasField("context"):
+                    return response.context
+        except self.grpc.RpcError as error:
+            sys.exit(f"CreateContext: {error.code().name}: {error.details()}")
         sys.exit("CreateContext ended without a context")
 
     def generate(self, request, stream):
