@@ -42,7 +42,8 @@ struct SequenceSpec {
   std::vector<int32_t> context_ids;  // ... or an inline one (maybe empty), encoded in chunks
   AttentionConfig attention;         // for the inline context
   std::vector<int32_t> query_ids;    // empty: encode the context only and keep it as
-  std::string keep_as;               //   `keep_as` (CreateContext); no Phase 2
+  std::string keep_as;               //   `keep_as` (CreateContext); no Phase 2. With keep_as set,
+                                     //   query_ids only end RocketKV's observation window.
   GenerationOptions generation;      // stop_strings travel but the engine never reads them
 };
 
@@ -73,21 +74,24 @@ struct SequenceStats {
   int64_t floats_sent = 0;          // this rank's share of the Phase 2 all-gathers (by rows)
   double decode_gather_merge_seconds = 0;  // its share of all-gather + merge time after the first token
   SkipSoftmaxTiles skip_softmax_tiles;     // Phase 2 attention tiles, this rank's
-  std::vector<float> query_logits;  // rank 0: [query tokens, vocab] when generation.return_query_logits
+  std::vector<float> query_logits;  // rank 0, in the first kToken's stats only: [query tokens, vocab]
+                                    // when generation.return_query_logits
 };
 
-// Rank 0's view of what one step did.
+// What one step did. Rank 0 gets every event; the other ranks get kPhase1Progress (their own
+// blocks), kContextEncoded and kFailed, which every rank reaches in the same step.
 struct SequenceEvent {
   enum class Kind { kPhase1Progress, kToken, kDone, kContextEncoded, kFailed };
   int64_t id = 0;
   Kind kind = Kind::kToken;
   int32_t token = -1;                // kToken
   bool is_stop = false;              // kToken: a stop id / end id (the sequence ends with it)
-  int blocks_done = 0;               // kPhase1Progress: rank 0's blocks of this context so far ...
+  int block_index = 0;               // kPhase1Progress: the block this rank just encoded,
+  int blocks_done = 0;               //   this rank's blocks of the context done so far ...
   int blocks_total = 0;              //   ... out of its blocks
   FinishReason finish_reason = FinishReason::kLength;  // kDone (kStop: stop id; kLength: max_tokens)
   Status error;                      // kFailed (a request error, the same on every rank)
-  SequenceStats stats;               // kDone
+  SequenceStats stats;               // kDone, kContextEncoded (and the first kToken's query_logits)
   // kDone, kContextEncoded: the sequence's own context (null for one it borrowed or shared), valid
   // until the next step().
   const EncodedContext* context = nullptr;
@@ -106,10 +110,12 @@ class StepEngine {
   StepEngine(const StepEngine&) = delete;
   StepEngine& operator=(const StepEngine&) = delete;
 
-  // Applies `message`, runs the step's forward, samples (rank 0). Events in order of sequence id
-  // on rank 0; the other ranks get their kDone / kFailed / kContextEncoded events only, with their
-  // own stats (the single-request helpers report per-rank numbers from them).
+  // Applies `message`, runs the step's forward, samples (rank 0). A malformed message (a sampled
+  // id not waiting for a token, an admitted id already running) is INTERNAL: the scheduler broke.
   Result<std::vector<SequenceEvent>> step(const StepMessage& message);
+  // This rank's stats of a sequence still held (after its last forward, until the step that
+  // drops it), or null.
+  const SequenceStats* stats(int64_t id) const;
 
   bool idle() const;  // nothing running, encoding or waiting for a keep decision
   int64_t running() const;  // sequences admitted and not yet dropped
