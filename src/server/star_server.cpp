@@ -56,6 +56,7 @@ StarServer::StarServer(const ServerOptions& options, int ranks)
       service_(options, ranks, queue_, contexts_) {}
 
 Result<std::unique_ptr<StarServer>> StarServer::start(const ServerOptions& options, int ranks) {
+  if (Status s = check_scheduler_limits(options.scheduler); !s.ok()) return s;
   Result<std::shared_ptr<grpc::ServerCredentials>> credentials = server_credentials(options);
   if (!credentials.ok()) return credentials.status();
   grpc::EnableDefaultHealthCheckService(true);

@@ -26,7 +26,8 @@ namespace star::server {
 class StarServer {
  public:
   // Binds options.listen_address and starts answering (UNAVAILABLE until serve()). Errors: a bad
-  // address or a port in use (UNAVAILABLE), unreadable TLS files (NOT_FOUND).
+  // address or a port in use (UNAVAILABLE), unreadable TLS files (NOT_FOUND), scheduler limits out
+  // of range (INVALID_ARGUMENT).
   static Result<std::unique_ptr<StarServer>> start(const ServerOptions& options, int ranks);
   // Stops the gRPC server (in-flight calls get a short grace period).
   ~StarServer();

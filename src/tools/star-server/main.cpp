@@ -227,6 +227,23 @@ int main(int argc, char** argv) {
   app.add_option("--context-cache-bytes", s.context_cache_bytes, "KV bytes per rank kept for CreateContext contexts")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  SchedulerLimits& batching = s.scheduler;
+  app.add_option("--max-num-seqs", batching.max_num_seqs, "requests running at once; the others wait in the queue")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber)
+      ->group("Batching");
+  app.add_option("--max-num-batched-tokens", batching.max_num_batched_tokens,
+                 "Phase 1 tokens per engine step, so that running answers keep streaming while a long context is "
+                 "encoded (0: a whole block per step)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber)
+      ->group("Batching");
+  app.add_option("--kv-cache-bytes", batching.kv_cache_bytes,
+                 "KV bytes per rank that running requests may reserve (inline context shards, query and max_tokens "
+                 "room); kept contexts count against --context-cache-bytes instead (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber)
+      ->group("Batching");
   app.add_option("--context-reserve-tokens", s.context_reserve_tokens,
                  "default KV room for query and answer kept with each context")
       ->capture_default_str()
