@@ -101,6 +101,8 @@ Status EngineLoop::run_generate(Job& job, GenerateWork& work) {
   command.release = registry_.take_released();
   command.query_ids = std::move(work.query_ids);
   command.generation = std::move(work.generation);
+  // The handler finds stop strings in the text it decodes (AnswerText) and cancels the request.
+  command.generation.stop_strings.clear();
   std::optional<ContextEntry> encoded;
   if (!work.context_id.empty()) {
     encoded = registry_.find(work.context_id);
@@ -130,17 +132,19 @@ Status EngineLoop::run_generate(Job& job, GenerateWork& work) {
     return s;
   }
 
-  // Stop token ids end the answer without being part of it: keep them out of the stream.
+  // Stop token ids end the answer without being part of it: the handler keeps them out of the stream.
   std::vector<int32_t> stop_ids = command.generation.stop_token_ids;
   if (!command.generation.ignore_eos) {
     const auto& eos = rank_.model().llama->config().eos_token_ids;
     stop_ids.insert(stop_ids.end(), eos.begin(), eos.end());
   }
-  TokenSink sink = [&](int32_t id, std::string_view text) {
-    GeneratedText piece;
-    if (std::find(stop_ids.begin(), stop_ids.end(), id) == stop_ids.end()) piece.token_ids.push_back(id);
-    piece.text = text;
-    channel.push(std::move(piece));
+  int64_t generated = 0;
+  TokenSink sink = [&](int32_t id, std::string_view) {
+    SampledTokens tokens;
+    tokens.ids.push_back(id);
+    tokens.ends_with_stop_id = std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end();
+    tokens.ends_answer = tokens.ends_with_stop_id || ++generated >= command.generation.max_tokens;
+    channel.push(std::move(tokens));
     return !channel.cancelled();
   };
   Result<GenerateOutcome> outcome = rank_.generate(command, progress_to(channel, work.context_blocks), sink);
