@@ -173,7 +173,8 @@ RequestDefaults StarService::defaults() const {
           .max_tokens = options_.default_max_tokens,
           .reserve_tokens = options_.context_reserve_tokens,
           .limits = options_.limits,
-          .context_cache_bytes = options_.context_cache_bytes};
+          .context_cache_bytes = options_.context_cache_bytes,
+          .scheduler = options_.scheduler};
 }
 
 template <typename Emit>

@@ -28,6 +28,7 @@ struct GenerateWork {
   AttentionConfig attention;         // for an inline context
   int context_blocks = 0;            // of the inline context's plan
   GenerationOptions generation;
+  std::vector<int64_t> kv_rank_bytes;  // KV it reserves on each rank while it runs (BatchScheduler)
 };
 
 // One CreateContext call.
@@ -36,6 +37,7 @@ struct CreateContextWork {
   AttentionConfig attention;
   int context_blocks = 0;      // of the context's plan
   int64_t reserve_tokens = 0;  // KV room for query and answer on the query host
+  std::vector<int64_t> kv_rank_bytes;  // KV it reserves on each rank while its Phase 1 runs
 };
 
 // Frees deleted contexts on every rank (DeleteContext queues one so that idle ranks free at once).
