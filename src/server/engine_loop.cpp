@@ -64,6 +64,7 @@ Status EngineLoop::run() {
           if constexpr (std::is_same_v<W, ReleaseWork>) return run_release();
         },
         job->work);
+    if (!std::holds_alternative<ReleaseWork>(job->work)) queue_.ended();
     if (!s.ok()) {
       spdlog::error("engine: {}; stopping", s.to_string());
       return s;

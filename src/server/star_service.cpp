@@ -398,6 +398,7 @@ grpc::Status StarService::GetServerInfo(grpc::ServerContext* context, const v1::
   response->set_queue_capacity(static_cast<int32_t>(queue_.capacity()));
   response->set_queued_requests(static_cast<int32_t>(queue_.size()));
   response->set_active_requests(active_.load());
+  response->set_running_requests(static_cast<int32_t>(queue_.running()));
   response->set_requests_served(finished_.load());
   response->set_cache_bytes_per_rank(contexts_.budget_bytes_per_rank());
   for (int64_t bytes : contexts_.rank_bytes_used()) response->add_rank_bytes_used(bytes);

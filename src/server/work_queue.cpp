@@ -26,8 +26,16 @@ std::shared_ptr<Job> WorkQueue::pop() {
   if (jobs_.empty()) return nullptr;
   std::shared_ptr<Job> job = std::move(jobs_.front());
   jobs_.pop_front();
-  if (!std::holds_alternative<ReleaseWork>(job->work)) --requests_;
+  if (!std::holds_alternative<ReleaseWork>(job->work)) {
+    --requests_;
+    ++running_;
+  }
   return job;
+}
+
+void WorkQueue::ended() {
+  std::lock_guard lock(mutex_);
+  --running_;
 }
 
 bool WorkQueue::remove(const std::shared_ptr<Job>& job) {
@@ -50,6 +58,11 @@ void WorkQueue::close() {
 size_t WorkQueue::size() const {
   std::lock_guard lock(mutex_);
   return requests_;
+}
+
+size_t WorkQueue::running() const {
+  std::lock_guard lock(mutex_);
+  return running_;
 }
 
 }  // namespace star::server

@@ -3,6 +3,7 @@
 // multi-rank behaviour is covered end to end by tests/cli/server.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <fstream>
 #include <iterator>
 #include <thread>
@@ -266,6 +267,35 @@ TEST_F(InProcessServer, ShutdownLetsWorkFinishThenCancelsItAtTheTimeout) {
   EXPECT_EQ(s.status.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_FALSE(s.done.has_value()) << "a cut answer ends with the status alone";
   EXPECT_GE(waited, 0.2);
+  EXPECT_TRUE(running.stop().ok());
+}
+
+// GetServerInfo counts the requests the engine runs and those waiting for it: two long answers
+// asked at once are both counted (running or waiting) while one streams.
+TEST_F(InProcessServer, ServerInfoCountsRunningAndWaitingRequests) {
+  RunningServer running(model_dir(), {});
+  auto info = [&] {
+    grpc::ClientContext call;
+    v1::ServerInfo i;
+    EXPECT_TRUE(running.stub().GetServerInfo(&call, {}, &i).ok());
+    return i;
+  };
+  v1::GenerateRequest request = text_request("", "Keep going", 400);
+  request.set_ignore_eos(true);
+  std::atomic<bool> seen_both{false};
+  auto client = [&] {
+    generate(running.stub(), request, {}, [&](const GenerateStream&, grpc::ClientContext& context) {
+      const v1::ServerInfo i = info();
+      EXPECT_GE(i.running_requests(), 1);
+      if (i.running_requests() + i.queued_requests() == 2) seen_both = true;
+      // Once both were counted, the answers need not run to the end.
+      if (seen_both) context.TryCancel();
+    });
+  };
+  std::thread first(client), second(client);
+  first.join();
+  second.join();
+  EXPECT_TRUE(seen_both) << "both requests were counted at once";
   EXPECT_TRUE(running.stop().ok());
 }
 

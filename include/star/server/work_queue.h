@@ -57,14 +57,18 @@ class WorkQueue {
   // RESOURCE_EXHAUSTED when `capacity` jobs wait already (ReleaseWork is never refused for that),
   // UNAVAILABLE once closed.
   Status push(std::shared_ptr<Job> job);
-  // Waits for the next job; null once the queue is closed and empty.
+  // Waits for the next job; null once the queue is closed and empty. A request popped counts as
+  // running until ended() is called for it.
   std::shared_ptr<Job> pop();
+  // The engine is done with a request it popped (whatever the outcome).
+  void ended();
   // Takes a job out before the engine got to it; false when it is no longer queued.
   bool remove(const std::shared_ptr<Job>& job);
   // Refuses new jobs from now on; the queued ones still come out of pop().
   void close();
 
-  size_t size() const;
+  size_t size() const;  // requests waiting
+  size_t running() const;  // requests popped and not ended
   size_t capacity() const { return capacity_; }
 
  private:
@@ -73,6 +77,7 @@ class WorkQueue {
   std::condition_variable ready_;
   std::deque<std::shared_ptr<Job>> jobs_;
   size_t requests_ = 0;  // jobs_ without ReleaseWork
+  size_t running_ = 0;
   bool closed_ = false;
 };
 
