@@ -3,6 +3,8 @@ find_package(PkgConfig REQUIRED)
 find_package(Threads REQUIRED)
 find_package(MPI REQUIRED COMPONENTS CXX)
 find_package(Protobuf REQUIRED)
+# zlib: the CRC-32 that seals the step engine's wire (a cut message can still parse as protobuf).
+find_package(ZLIB REQUIRED)
 find_package(gRPC CONFIG REQUIRED)
 find_package(spdlog CONFIG REQUIRED)
 find_package(nlohmann_json CONFIG REQUIRED)

@@ -14,7 +14,7 @@ function(star_core_library)
   target_include_directories(${ARG_NAME} PUBLIC ${CMAKE_SOURCE_DIR}/include)
   target_compile_options(${ARG_NAME} PRIVATE ${STAR_WARNINGS})
   target_link_libraries(${ARG_NAME} PUBLIC
-    MPI::MPI_CXX spdlog::spdlog nlohmann_json::nlohmann_json
+    star_engine_wire ZLIB::ZLIB MPI::MPI_CXX spdlog::spdlog nlohmann_json::nlohmann_json
     PkgConfig::OPENBLAS DNNL::dnnl PkgConfig::PCRE2 OpenMP::OpenMP_CXX CLI11::CLI11 Threads::Threads)
   if(ARG_SANITIZE)
     target_compile_options(${ARG_NAME} PUBLIC ${STAR_SANITIZE_FLAGS} -O1 -g)
@@ -42,26 +42,40 @@ function(star_cuda_library)
     star_core CUDA::cudart CUDA::cublas CUDA::cublasLt star_nccl)
 endfunction()
 
-# star_proto_library(NAME <target> ROOT <dir> PROTOS <paths under ROOT>): protobuf messages and gRPC
-# stubs generated into the build tree, included by their path under ROOT with .pb.h / .grpc.pb.h.
+# star_proto_library(NAME <target> ROOT <dir> PROTOS <paths under ROOT> [MESSAGES_ONLY]): protobuf
+# messages and gRPC stubs generated into the build tree, included by their path under ROOT with
+# .pb.h / .grpc.pb.h. MESSAGES_ONLY: the messages alone, for wires that are not gRPC services.
 function(star_proto_library)
-  cmake_parse_arguments(ARG "" "NAME;ROOT" "PROTOS" ${ARGN})
+  cmake_parse_arguments(ARG "MESSAGES_ONLY" "NAME;ROOT" "PROTOS" ${ARGN})
   set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/${ARG_NAME})
   set(generated_sources)
   foreach(proto ${ARG_PROTOS})
     string(REGEX REPLACE "\\.proto$" "" stem ${proto})
-    set(generated ${out_dir}/${stem}.pb.cc ${out_dir}/${stem}.pb.h ${out_dir}/${stem}.grpc.pb.cc ${out_dir}/${stem}.grpc.pb.h)
-    add_custom_command(OUTPUT ${generated}
-      COMMAND ${CMAKE_COMMAND} -E make_directory ${out_dir}
-      COMMAND protobuf::protoc --proto_path=${ARG_ROOT} --cpp_out=${out_dir} --grpc_out=${out_dir}
-              --plugin=protoc-gen-grpc=$<TARGET_FILE:gRPC::grpc_cpp_plugin> ${ARG_ROOT}/${proto}
-      DEPENDS ${ARG_ROOT}/${proto} protobuf::protoc gRPC::grpc_cpp_plugin
-      COMMENT "protoc ${proto}" VERBATIM)
+    if(ARG_MESSAGES_ONLY)
+      set(generated ${out_dir}/${stem}.pb.cc ${out_dir}/${stem}.pb.h)
+      add_custom_command(OUTPUT ${generated}
+        COMMAND ${CMAKE_COMMAND} -E make_directory ${out_dir}
+        COMMAND protobuf::protoc --proto_path=${ARG_ROOT} --cpp_out=${out_dir} ${ARG_ROOT}/${proto}
+        DEPENDS ${ARG_ROOT}/${proto} protobuf::protoc
+        COMMENT "protoc ${proto}" VERBATIM)
+    else()
+      set(generated ${out_dir}/${stem}.pb.cc ${out_dir}/${stem}.pb.h ${out_dir}/${stem}.grpc.pb.cc ${out_dir}/${stem}.grpc.pb.h)
+      add_custom_command(OUTPUT ${generated}
+        COMMAND ${CMAKE_COMMAND} -E make_directory ${out_dir}
+        COMMAND protobuf::protoc --proto_path=${ARG_ROOT} --cpp_out=${out_dir} --grpc_out=${out_dir}
+                --plugin=protoc-gen-grpc=$<TARGET_FILE:gRPC::grpc_cpp_plugin> ${ARG_ROOT}/${proto}
+        DEPENDS ${ARG_ROOT}/${proto} protobuf::protoc gRPC::grpc_cpp_plugin
+        COMMENT "protoc ${proto}" VERBATIM)
+    endif()
     list(APPEND generated_sources ${generated})
   endforeach()
   add_library(${ARG_NAME} STATIC ${generated_sources})
   target_include_directories(${ARG_NAME} SYSTEM PUBLIC ${out_dir})
-  target_link_libraries(${ARG_NAME} PUBLIC gRPC::grpc++ protobuf::libprotobuf)
+  if(ARG_MESSAGES_ONLY)
+    target_link_libraries(${ARG_NAME} PUBLIC protobuf::libprotobuf)
+  else()
+    target_link_libraries(${ARG_NAME} PUBLIC gRPC::grpc++ protobuf::libprotobuf)
+  endif()
 endfunction()
 
 # star_server_library(NAME <target> CORE <star_core target>): the gRPC server from src/server/,

@@ -9,7 +9,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libopenmpi-dev openmpi-bin
-  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler zlib1g-dev
   libspdlog-dev nlohmann-json3-dev libcli11-dev
   libopenblas-dev libdnnl-dev libpcre2-dev libcpp-httplib-dev
   python3 python3-pip

@@ -105,11 +105,11 @@ Result<std::unique_ptr<EngineAttention>> CpuEngineModel::local_causal(KvShard& c
 }
 
 Result<std::unique_ptr<EngineAttention>> CpuEngineModel::prefixed_block(const KvShard& prefix, KvShard& shard,
-                                                                        AttentionWindow window) {
+                                                                        int64_t block_first, AttentionWindow window) {
   const KvCache* p = cache_of(prefix);
   KvCache* s = cache_of(shard);
   if (p == nullptr || s == nullptr) return foreign("prefixed_block: a shard");
-  return make<PrefixedBlockAttention>(AttentionShape::of(config()), *p, *s, window);
+  return make<PrefixedBlockAttention>(AttentionShape::of(config()), *p, *s, block_first, window);
 }
 
 Result<std::unique_ptr<EngineAttention>> CpuEngineModel::ring_segment(Communicator& comm, KvShard& shard,

@@ -168,8 +168,8 @@ TEST_F(CudaModel, StarBlockAfterAnAnchorMatchesTheCpu) {
   ASSERT_TRUE(m.cpu->forward(anchor, iota_from(0, 8), cpu_extend, 0).ok());
   ASSERT_TRUE(m.gpu->forward(anchor, iota_from(0, 8), gpu_extend, 0).ok());
 
-  PrefixedBlockAttention cpu_block(shape, cpu_prefix, cpu_shard);
-  cuda::DevicePrefixedBlockAttention gpu_block(shape, *gpu_prefix, *gpu_shard);
+  PrefixedBlockAttention cpu_block(shape, cpu_prefix, cpu_shard, 0);
+  cuda::DevicePrefixedBlockAttention gpu_block(shape, *gpu_prefix, *gpu_shard, 0);
   auto cpu_logits = m.cpu->forward(block, iota_from(24, 12), cpu_block, 12);
   auto gpu_logits = m.gpu->forward(block, iota_from(24, 12), gpu_block, 12);
   ASSERT_TRUE(cpu_logits.ok() && gpu_logits.ok()) << gpu_logits.status().to_string();

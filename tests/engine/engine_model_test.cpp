@@ -161,7 +161,7 @@ TEST_F(CpuEngine, ShardsAndAttentionsOfAnotherBackendAreRefused) {
   ASSERT_TRUE(own.ok());
   SelfCommunicator self;
   EXPECT_EQ(engine.local_causal(foreign).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(engine.prefixed_block(foreign, **own, {}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine.prefixed_block(foreign, **own, 0, {}).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(engine.ring_segment(self, foreign, {0}).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(engine.sharded_query(self, foreign, true, {}).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(engine.append(foreign, **own).code(), StatusCode::kInvalidArgument);
@@ -184,9 +184,9 @@ class RinglessEngine final : public EngineModel {
   Result<std::unique_ptr<KvShard>> new_shard(int64_t capacity) override { return cpu_->new_shard(capacity); }
   Status append(const KvShard& from, KvShard& to) override { return cpu_->append(from, to); }
   Result<std::unique_ptr<EngineAttention>> local_causal(KvShard& cache) override { return cpu_->local_causal(cache); }
-  Result<std::unique_ptr<EngineAttention>> prefixed_block(const KvShard& prefix, KvShard& shard,
+  Result<std::unique_ptr<EngineAttention>> prefixed_block(const KvShard& prefix, KvShard& shard, int64_t block_first,
                                                           AttentionWindow window) override {
-    return cpu_->prefixed_block(prefix, shard, window);
+    return cpu_->prefixed_block(prefix, shard, block_first, window);
   }
   Result<std::unique_ptr<EngineAttention>> ring_segment(Communicator&, KvShard&, std::vector<int64_t>) override {
     ADD_FAILURE() << "a ring step ran on a backend that refuses them";

@@ -3,8 +3,9 @@
 // are these templates bound to their backend.
 //
 //   CausalSituation         append to one cache, attend to all of it causally.
-//   PrefixedBlockSituation  attend to a read-only prefix without mask and causally to the block;
-//                           only the block's KV enters the shard.
+//   PrefixedBlockSituation  attend to a read-only prefix without mask and causally to the block
+//                           (its earlier chunks and the new rows); only the block's KV enters
+//                           the shard.
 //   ShardedQuerySituation   Phase 2: attend to the local shard (the query host also to the new
 //                           tokens, causally), all-gather the packed (out, lse) of every rank, merge.
 //
@@ -24,6 +25,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 
 #include "star/attention/attention_shape.h"
 #include "star/attention/block_plan.h"
@@ -79,14 +81,21 @@ class PrefixedBlockSituation {
   using Cache = typename B::Cache;
   using Context = typename B::Context;
 
+  // block_first: the shard row where the block starts; the rows from there to the new ones are
+  // the block's earlier chunks (Phase 1 in chunks), which the new rows see causally.
   // window applies to the block's own keys when the prefix is empty (StreamingLLM).
-  PrefixedBlockSituation(AttentionShape shape, const Cache& prefix, Cache& shard, AttentionWindow window)
-      : shape_(shape), prefix_(prefix), shard_(shard), window_(window) {}
+  PrefixedBlockSituation(AttentionShape shape, const Cache& prefix, Cache& shard, int64_t block_first,
+                         AttentionWindow window)
+      : shape_(shape), prefix_(prefix), shard_(shard), block_first_(block_first), window_(window) {}
 
   Status begin(int64_t n_new, Context ctx) {
     Result<int64_t> first = B::grow(shard_, n_new, ctx);
     if (!first.ok()) return first.status();
     first_ = *first;
+    if (first_ < block_first_) {
+      return invalid_argument("prefixed block: the block starts at shard row " + std::to_string(block_first_) +
+                              " but the shard holds only " + std::to_string(first_) + " rows before it");
+    }
     if (Status s = B::reserve(partial_out_, 2 * n_new * shape_.q_floats()); !s.ok()) return s;
     if (Status s = B::reserve(partial_lse_, 2 * n_new * shape_.n_heads); !s.ok()) return s;
     return B::reserve(lse_, n_new * shape_.n_heads);
@@ -96,9 +105,10 @@ class PrefixedBlockSituation {
                 const SkipSoftmax& skip, Context ctx) {
     if (Status s = B::store(shard_, layer, first_, k, v, n, ctx); !s.ok()) return s;
     const int64_t np = prefix_.tokens();
+    const int64_t earlier = first_ - block_first_;  // the block's rows before these
     if (np == 0) {
-      return B::attend(shape_, q, n, shard_, layer, first_, n, causal_mask_from(0, window_), out, B::data(lse_),
-                       skip, ctx);
+      return B::attend(shape_, q, n, shard_, layer, block_first_, earlier + n, causal_mask_from(earlier, window_),
+                       out, B::data(lse_), skip, ctx);
     }
     // The prefix precedes every block token (no mask); the block is causal; merge the two.
     float* out_prefix = B::data(partial_out_);
@@ -109,8 +119,8 @@ class PrefixedBlockSituation {
         !s.ok()) {
       return s;
     }
-    if (Status s = B::attend(shape_, q, n, shard_, layer, first_, n, causal_mask_from(0), out_block, lse_block, skip,
-                             ctx);
+    if (Status s = B::attend(shape_, q, n, shard_, layer, block_first_, earlier + n, causal_mask_from(earlier),
+                             out_block, lse_block, skip, ctx);
         !s.ok()) {
       return s;
     }
@@ -121,6 +131,7 @@ class PrefixedBlockSituation {
   AttentionShape shape_;
   const Cache& prefix_;
   Cache& shard_;
+  int64_t block_first_;
   AttentionWindow window_;
   int64_t first_ = 0;
   typename B::Floats partial_out_;  // [2, n, Hq, d]: prefix, block

@@ -41,9 +41,11 @@ class LocalCausalAttention final : public LayerAttention {
 
 class PrefixedBlockAttention final : public LayerAttention {
  public:
-  // window applies to the block's own keys (StreamingLLM runs with an empty prefix).
-  PrefixedBlockAttention(AttentionShape shape, const KvCache& prefix, KvCache& shard, AttentionWindow window = {})
-      : situation_(shape, prefix, shard, window) {}
+  // block_first: the shard row where the block starts (its earlier chunks lie between it and the
+  // new rows). window applies to the block's own keys (StreamingLLM runs with an empty prefix).
+  PrefixedBlockAttention(AttentionShape shape, const KvCache& prefix, KvCache& shard, int64_t block_first,
+                         AttentionWindow window = {})
+      : situation_(shape, prefix, shard, block_first, window) {}
   Status begin(int64_t n_new) override { return situation_.begin(n_new, {}); }
   Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out) override {
     return situation_.attend(layer, q, k, v, n, out, skip_softmax(), {});

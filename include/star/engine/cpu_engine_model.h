@@ -53,7 +53,7 @@ class CpuEngineModel final : public EngineModel {
   Status append(const KvShard& from, KvShard& to) override;
 
   Result<std::unique_ptr<EngineAttention>> local_causal(KvShard& cache) override;
-  Result<std::unique_ptr<EngineAttention>> prefixed_block(const KvShard& prefix, KvShard& shard,
+  Result<std::unique_ptr<EngineAttention>> prefixed_block(const KvShard& prefix, KvShard& shard, int64_t block_first,
                                                           AttentionWindow window) override;
   Result<std::unique_ptr<EngineAttention>> ring_segment(Communicator& comm, KvShard& shard,
                                                         std::vector<int64_t> segment_tokens) override;

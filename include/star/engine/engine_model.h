@@ -72,8 +72,10 @@ class EngineModel {
 
   // The LayerAttention kinds of star/attention/layer_attentions.h over this backend's shards.
   virtual Result<std::unique_ptr<EngineAttention>> local_causal(KvShard& cache) = 0;
+  // prefixed_block: block_first is the shard row where the block starts; a chunk of the block sees
+  // the rows from there causally (Phase1Job runs a block as several chunks).
   virtual Result<std::unique_ptr<EngineAttention>> prefixed_block(const KvShard& prefix, KvShard& shard,
-                                                                  AttentionWindow window) = 0;
+                                                                  int64_t block_first, AttentionWindow window) = 0;
   virtual Result<std::unique_ptr<EngineAttention>> ring_segment(Communicator& comm, KvShard& shard,
                                                                 std::vector<int64_t> segment_tokens) = 0;
   // comm: the engine's (host) communicator; a backend may run the all-gather on its own transport

@@ -124,12 +124,12 @@ class CudaEngineModel final : public EngineModel {
     return make<DeviceCausalAttention>(AttentionShape::of(config()), *c);
   }
 
-  Result<std::unique_ptr<EngineAttention>> prefixed_block(const KvShard& prefix, KvShard& shard,
+  Result<std::unique_ptr<EngineAttention>> prefixed_block(const KvShard& prefix, KvShard& shard, int64_t block_first,
                                                           AttentionWindow window) override {
     const DeviceKvCache* p = cache_of(prefix);
     DeviceKvCache* s = cache_of(shard);
     if (p == nullptr || s == nullptr) return foreign("prefixed_block: a shard");
-    return make<DevicePrefixedBlockAttention>(AttentionShape::of(config()), *p, *s, window);
+    return make<DevicePrefixedBlockAttention>(AttentionShape::of(config()), *p, *s, block_first, window);
   }
 
   Result<std::unique_ptr<EngineAttention>> ring_segment(Communicator&, KvShard&, std::vector<int64_t>) override {

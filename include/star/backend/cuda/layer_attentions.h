@@ -38,10 +38,11 @@ class DeviceCausalAttention final : public DeviceLayerAttention {
 
 class DevicePrefixedBlockAttention final : public DeviceLayerAttention {
  public:
-  // window applies to the block's own keys when the prefix is empty (StreamingLLM), as on the CPU.
+  // block_first and window as on the CPU: the shard row where the block starts, and the window of
+  // the block's own keys when the prefix is empty (StreamingLLM).
   DevicePrefixedBlockAttention(AttentionShape shape, const DeviceKvCache& prefix, DeviceKvCache& shard,
-                               AttentionWindow window = {})
-      : situation_(shape, prefix, shard, window) {}
+                               int64_t block_first, AttentionWindow window = {})
+      : situation_(shape, prefix, shard, block_first, window) {}
   Status begin(int64_t n_new, cudaStream_t stream) override { return situation_.begin(n_new, stream); }
   Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out,
                 cudaStream_t stream) override {
