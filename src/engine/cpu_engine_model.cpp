@@ -5,19 +5,25 @@
 #include <utility>
 
 #include "star/attention/layer_attentions.h"
+#include "star/attention/rocket/rocket_context_partial.h"
 #include "star/attention/rocket/rocket_query_attention.h"
+#include "star/engine/row_split.h"
 
 namespace star {
 namespace {
 
-// An EngineAttention owning one CPU LayerAttention.
-class CpuAttention : public EngineAttention {
+// What forward() needs of an EngineAttention this backend made: its CPU LayerAttention. A side
+// interface, so that a BatchedQueryAttention can be one too.
+class CpuAttention {
  public:
+  virtual ~CpuAttention() = default;
   virtual LayerAttention& layer() = 0;
 };
 
+CpuAttention* cpu_attention(EngineAttention& attention) { return dynamic_cast<CpuAttention*>(&attention); }
+
 template <typename Attention>
-class CpuAttentionOf final : public CpuAttention {
+class CpuAttentionOf final : public EngineAttention, public CpuAttention {
   static constexpr bool kGathers =
       std::is_same_v<Attention, ShardedQueryAttention> || std::is_same_v<Attention, rocket::RocketQueryAttention>;
 
@@ -46,7 +52,7 @@ class CpuAttentionOf final : public CpuAttention {
 };
 
 // Another CPU attention whose queries a QueryRecorder copies on the way in.
-class CpuRecordingAttention final : public CpuAttention {
+class CpuRecordingAttention final : public EngineAttention, public CpuAttention {
  public:
   CpuRecordingAttention(std::unique_ptr<EngineAttention> inner, CpuAttention& inner_cpu, int64_t n_layers,
                         int64_t q_floats, int64_t rows, rocket::WindowQueries& out)
@@ -59,6 +65,39 @@ class CpuRecordingAttention final : public CpuAttention {
  private:
   std::unique_ptr<EngineAttention> inner_;
   rocket::QueryRecorder recorder_;
+};
+
+// Every slot of a batched Phase 2 forward; owns the RocketKV context partials it made.
+class CpuBatchedQuery final : public BatchedQueryAttention, public CpuAttention {
+ public:
+  CpuBatchedQuery(AttentionShape shape, Communicator& comm, std::vector<BatchedShardedQueryAttention::Slot> slots,
+                  std::vector<std::unique_ptr<rocket::RocketContextPartial>> rocket_contexts)
+      : rocket_contexts_(std::move(rocket_contexts)), attention_(shape, comm, std::move(slots)) {}
+  LayerAttention& layer() override { return attention_; }
+  int64_t floats_sent() const override { return attention_.floats_sent(); }
+  double gather_merge_seconds() const override { return attention_.gather_merge_seconds(); }
+  void set_skip_softmax(double) override {}
+  SkipSoftmaxTiles skip_softmax_tiles() const override {
+    SkipSoftmaxTiles total;
+    for (size_t i = 0; i < attention_.slots(); ++i) total += attention_.slot_tiles(i);
+    return total;
+  }
+  SkipSoftmaxTiles slot_tiles(size_t slot) const override { return attention_.slot_tiles(slot); }
+
+ private:
+  std::vector<std::unique_ptr<rocket::RocketContextPartial>> rocket_contexts_;
+  BatchedShardedQueryAttention attention_;
+};
+
+class CpuRowSplit final : public RowSplitStats, public CpuAttention {
+ public:
+  CpuRowSplit(AttentionShape shape, std::vector<RowPart> parts,
+              std::vector<RowSplitLayer<LayerAttention>::Part> layers)
+      : RowSplitStats(std::move(parts)), layer_(shape, std::move(layers)) {}
+  LayerAttention& layer() override { return layer_; }
+
+ private:
+  RowSplitLayer<LayerAttention> layer_;
 };
 
 template <typename Attention, typename... Args>
@@ -74,7 +113,7 @@ auto* cache_of(Shard& shard) {
   return cpu == nullptr ? nullptr : &cpu->cache;
 }
 
-Status foreign(const char* what) { return invalid_argument(std::string("cpu backend: ") + what + " of another backend"); }
+Status foreign(const std::string& what) { return invalid_argument("cpu backend: " + what + " of another backend"); }
 
 }  // namespace
 
@@ -132,7 +171,7 @@ Result<std::unique_ptr<EngineAttention>> CpuEngineModel::sharded_query(Communica
 
 Result<std::unique_ptr<EngineAttention>> CpuEngineModel::recording_queries(std::unique_ptr<EngineAttention> inner,
                                                                            int64_t rows, rocket::WindowQueries& out) {
-  auto* cpu = dynamic_cast<CpuAttention*>(inner.get());
+  CpuAttention* cpu = cpu_attention(*inner);
   if (cpu == nullptr) return foreign("recording_queries: an attention");
   const LlamaConfig& c = config();
   return std::unique_ptr<EngineAttention>(std::make_unique<CpuRecordingAttention>(
@@ -159,9 +198,59 @@ Result<std::unique_ptr<KvShard>> CpuEngineModel::compacted_shard(
 
 Result<std::vector<float>> CpuEngineModel::forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                                    EngineAttention& attention, int64_t logit_rows) {
-  auto* cpu = dynamic_cast<CpuAttention*>(&attention);
+  CpuAttention* cpu = cpu_attention(attention);
   if (cpu == nullptr) return foreign("forward: an attention");
   return model_.forward(tokens, positions, cpu->layer(), logit_rows);
+}
+
+Result<std::vector<float>> CpuEngineModel::forward_rows(std::span<const int32_t> tokens,
+                                                        std::span<const int32_t> positions, EngineAttention& attention,
+                                                        std::span<const int64_t> logit_rows) {
+  CpuAttention* cpu = cpu_attention(attention);
+  if (cpu == nullptr) return foreign("forward_rows: an attention");
+  return model_.forward_rows(tokens, positions, cpu->layer(), logit_rows);
+}
+
+Result<std::unique_ptr<BatchedQueryAttention>> CpuEngineModel::batched_query(Communicator& comm,
+                                                                             std::vector<QuerySlot> slots) {
+  const AttentionShape shape = AttentionShape::of(config());
+  std::vector<BatchedShardedQueryAttention::Slot> bound(slots.size());
+  std::vector<std::unique_ptr<rocket::RocketContextPartial>> rocket_contexts;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const QuerySlot& slot = slots[i];
+    const std::string which = "batched_query: slot " + std::to_string(i);
+    if (slot.rows < 0) return invalid_argument(which + " has " + std::to_string(slot.rows) + " rows");
+    if (slot.context == nullptr) return invalid_argument(which + " has no context shard");
+    if (const auto* compacted = dynamic_cast<const CpuCompactedShard*>(slot.context)) {
+      rocket_contexts.push_back(
+          std::make_unique<rocket::RocketContextPartial>(shape, compacted->cache, compacted->config));
+      bound[i].custom = rocket_contexts.back().get();
+    } else {
+      bound[i].context = cache_of(*slot.context);
+      if (bound[i].context == nullptr) return foreign(which + ": a context shard");
+    }
+    if (slot.own != nullptr) {
+      bound[i].own = cache_of(*slot.own);
+      if (bound[i].own == nullptr) return foreign(which + ": an own-token shard");
+    }
+    bound[i].window = slot.window;
+    bound[i].skip_softmax_scale_factor = slot.skip_softmax_scale_factor;
+    bound[i].rows = slot.rows;
+  }
+  return std::unique_ptr<BatchedQueryAttention>(
+      std::make_unique<CpuBatchedQuery>(shape, comm, std::move(bound), std::move(rocket_contexts)));
+}
+
+Result<std::unique_ptr<EngineAttention>> CpuEngineModel::row_split(std::vector<RowPart> parts) {
+  if (Status s = check_row_parts(parts); !s.ok()) return s;
+  std::vector<RowSplitLayer<LayerAttention>::Part> layers;
+  for (const RowPart& part : parts) {
+    CpuAttention* cpu = cpu_attention(*part.attention);
+    if (cpu == nullptr) return foreign("row_split: an attention");
+    layers.push_back({&cpu->layer(), part.rows});
+  }
+  return std::unique_ptr<EngineAttention>(
+      std::make_unique<CpuRowSplit>(AttentionShape::of(config()), std::move(parts), std::move(layers)));
 }
 
 }  // namespace star

@@ -4,9 +4,8 @@
 #include <chrono>
 #include <string>
 
-#include "star/attention/plan_builder.h"
-#include "star/common/cpu_clock.h"
-#include "star/engine/rocket_compaction.h"
+#include "star/engine/single_sequence.h"
+#include "star/engine/step_engine.h"
 
 namespace star {
 
@@ -59,69 +58,32 @@ Result<EncodedContext> encode_request_context(const RuntimeModel& model, Communi
                                               std::span<const int32_t> context_ids, const AttentionConfig& attention,
                                               int64_t reserve_tokens, const BlockProgress& progress,
                                               std::span<const int32_t> query_ids) {
-  Result<BlockPlan> plan = build_block_plan(context_ids, comm.size(), attention);
-  if (!plan.ok()) return plan.status();
-
-  EncodedContext out;
-  out.layout = ShardLayout::of(*plan);
-  out.algorithm = plan->algorithm;
-  out.context_tokens = static_cast<int64_t>(context_ids.size());
-  if (attention.sparse.algorithm == "skip_softmax") out.layout.skip_softmax = attention.sparse.skip_softmax;
-  const bool host = comm.rank() == plan->query_host;
-  const bool rocket = attention.sparse.algorithm == "rocket";
-  if (rocket) {
-    if (Status s = model.engine->supports_rocket(); !s.ok()) return s;
-    if (Status s = check_rocket_plan(*plan, attention.sparse.rocket); !s.ok()) return s;
-  }
-  // RocketKV's query host keeps room for one pass of the query only: its answer goes to the
-  // compacted shard.
-  const auto room = static_cast<int64_t>(rocket ? query_ids.size() : reserve_tokens);
-  Result<std::unique_ptr<KvShard>> shard =
-      model.engine->new_shard(plan->ranks[comm.rank()].shard.size() + (host ? room : 0));
-  if (!shard.ok()) return shard.status();
-  out.shard = std::move(*shard);
-  rocket::WindowQueries window;
-  Result<Phase1Stats> phase1 =
-      encode_context(*model.engine, *plan, comm, *out.shard, progress, out.layout.skip_softmax.prefill_scale_factor,
-                     rocket ? WindowRecording{attention.sparse.rocket.window_size, &window} : WindowRecording{});
-  if (!phase1.ok()) return phase1.status();
-  if (rocket) {
-    // Stage 1 is part of encoding the context: its time counts in Phase 1's.
-    const auto start = std::chrono::steady_clock::now();
-    const double cpu_start = process_cpu_seconds();
-    Result<std::unique_ptr<KvShard>> compacted =
-        rocket_stage1(*model.engine, comm, *plan, attention.sparse.rocket, window, query_ids, *out.shard);
-    if (!compacted.ok()) return compacted.status();
-    out.shard = std::move(*compacted);
-    phase1->shard_tokens = out.shard->tokens();
-    phase1->shard_bytes = out.shard->bytes();
-    phase1->wall_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    phase1->compute_seconds += process_cpu_seconds() - cpu_start;
-  }
-
-  auto wall = gather_one(comm, phase1->wall_seconds);
-  auto compute = gather_one(comm, phase1->compute_seconds);
-  auto tokens = gather_one(comm, phase1->shard_tokens);
-  auto bytes = gather_one(comm, phase1->shard_bytes);
-  auto tiles = gather_one(comm, phase1->skip_softmax_tiles);
-  for (const Status* s : {&wall.status(), &compute.status(), &tokens.status(), &bytes.status(), &tiles.status()}) {
-    if (!s->ok()) return *s;
-  }
-  for (const SkipSoftmaxTiles& t : *tiles) out.phase1_skip_softmax_tiles += t;
-  out.phase1_rank_wall_seconds = std::move(*wall);
-  out.phase1_rank_compute_seconds = std::move(*compute);
-  out.shard_tokens = std::move(*tokens);
-  out.shard_bytes = std::move(*bytes);
-  return out;
+  // Phase 2 keeps the query's and answer's KV apart from the context's shard: nothing to reserve.
+  static_cast<void>(reserve_tokens);
+  // One context-only sequence through the step engine, each block's pass one chunk (no limit), as
+  // encode_context runs them.
+  StepEngine engine(model, comm, StepLimits{.max_num_batched_tokens = 0});
+  SequenceSpec spec;
+  spec.context_ids.assign(context_ids.begin(), context_ids.end());
+  spec.attention = attention;
+  spec.keep_as = "encoded";
+  spec.query_ids.assign(query_ids.begin(), query_ids.end());
+  auto on_event = [&](const SequenceEvent& e) {
+    if (e.kind == SequenceEvent::Kind::kPhase1Progress && progress) progress(e.block_index, e.blocks_done, e.blocks_total);
+    return true;
+  };
+  Result<SequenceStats> encoded = run_single_sequence(engine, comm, spec, on_event);
+  if (!encoded.ok()) return encoded.status();
+  Result<std::unique_ptr<EncodedContext>> context = engine.take_context(spec.keep_as);
+  if (!context.ok()) return context.status();
+  return std::move(**context);
 }
 
 Result<GenerationResult> answer_query(const RuntimeModel& model, Communicator& comm, EncodedContext& context,
                                       std::span<const int32_t> query_ids, const GenerationOptions& options,
                                       const TokenSink& sink) {
-  const int64_t encoded = context.shard->tokens();
   Result<GenerationResult> gen =
       generate(*model.engine, *model.tokenizer, context.layout, comm, *context.shard, query_ids, options, sink);
-  context.shard->truncate(encoded);
   if (!gen.ok()) return gen;
   auto tiles = gather_one(comm, gen->skip_softmax_tiles);
   if (!tiles.ok()) return tiles.status();

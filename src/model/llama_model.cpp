@@ -1,5 +1,6 @@
 #include "star/model/llama_model.h"
 
+#include <algorithm>
 #include <string>
 
 #include "star/backend/cpu/embedding.h"
@@ -38,12 +39,21 @@ Status validate_forward_inputs(const LlamaConfig& config, std::span<const int32_
   return ok_status();
 }
 
-Result<std::vector<float>> LlamaModel::forward(std::span<const int32_t> tokens,
-                                               std::span<const int32_t> positions,
-                                               LayerAttention& attention, int64_t logit_rows) const {
+Status validate_logit_rows(std::span<const int64_t> logit_rows, int64_t tokens) {
+  for (size_t i = 0; i < logit_rows.size(); ++i) {
+    const int64_t row = logit_rows[i];
+    if (row < 0 || row >= tokens || (i > 0 && row <= logit_rows[i - 1])) {
+      return invalid_argument("forward_rows: logit row " + std::to_string(row) + " (entry " + std::to_string(i) +
+                              ") is not ascending inside [0, " + std::to_string(tokens) + ")");
+    }
+  }
+  return ok_status();
+}
+
+Result<std::vector<float>> LlamaModel::hidden(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                                              LayerAttention& attention) const {
   const LlamaConfig& c = config_;
   const int64_t n = static_cast<int64_t>(tokens.size());
-  if (Status s = validate_forward_inputs(c, tokens, positions, logit_rows); !s.ok()) return s;
   if (Status s = attention.begin(n); !s.ok()) return s;
 
   const int64_t dim = c.dim, qd = c.q_dim(), kvd = c.kv_dim(), hid = c.hidden_dim;
@@ -65,14 +75,43 @@ Result<std::vector<float>> LlamaModel::forward(std::span<const int32_t> tokens,
     cpu::swiglu(gate.data(), up.data(), n * hid, gate.data());
     cpu::matmul(gate.data(), n, w.w_down, x.data(), /*accumulate=*/true);
   }
+  return x;
+}
 
-  std::vector<float> logits(logit_rows * c.vocab_size);
-  if (logit_rows > 0) {
-    const float* last = x.data() + (n - logit_rows) * dim;
-    cpu::rms_norm(last, logit_rows, dim, weights_.final_norm.f32(), static_cast<float>(c.rms_norm_eps), h.data());
-    cpu::matmul_float_activations(h.data(), logit_rows, weights_.lm_head, logits.data());
-  }
+std::vector<float> LlamaModel::logits_of(const float* rows, int64_t count) const {
+  const LlamaConfig& c = config_;
+  std::vector<float> logits(count * c.vocab_size);
+  if (count == 0) return logits;
+  std::vector<float> h(count * c.dim);
+  cpu::rms_norm(rows, count, c.dim, weights_.final_norm.f32(), static_cast<float>(c.rms_norm_eps), h.data());
+  cpu::matmul_float_activations(h.data(), count, weights_.lm_head, logits.data());
   return logits;
+}
+
+Result<std::vector<float>> LlamaModel::forward(std::span<const int32_t> tokens,
+                                               std::span<const int32_t> positions,
+                                               LayerAttention& attention, int64_t logit_rows) const {
+  if (Status s = validate_forward_inputs(config_, tokens, positions, logit_rows); !s.ok()) return s;
+  Result<std::vector<float>> x = hidden(tokens, positions, attention);
+  if (!x.ok()) return x.status();
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  return logits_of(x->data() + (n - logit_rows) * config_.dim, logit_rows);
+}
+
+Result<std::vector<float>> LlamaModel::forward_rows(std::span<const int32_t> tokens,
+                                                    std::span<const int32_t> positions, LayerAttention& attention,
+                                                    std::span<const int64_t> logit_rows) const {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  if (Status s = validate_forward_inputs(config_, tokens, positions, 0); !s.ok()) return s;
+  if (Status s = validate_logit_rows(logit_rows, n); !s.ok()) return s;
+  Result<std::vector<float>> x = hidden(tokens, positions, attention);
+  if (!x.ok()) return x.status();
+  const int64_t dim = config_.dim;
+  std::vector<float> gathered(logit_rows.size() * dim);
+  for (size_t i = 0; i < logit_rows.size(); ++i) {
+    std::copy_n(x->data() + logit_rows[i] * dim, dim, gathered.data() + i * dim);
+  }
+  return logits_of(gathered.data(), static_cast<int64_t>(logit_rows.size()));
 }
 
 }  // namespace star

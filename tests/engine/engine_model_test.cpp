@@ -196,9 +196,20 @@ class RinglessEngine final : public EngineModel {
                                                          AttentionWindow window) override {
     return cpu_->sharded_query(comm, shard, is_query_host, window);
   }
+  Result<std::unique_ptr<BatchedQueryAttention>> batched_query(Communicator& comm,
+                                                               std::vector<QuerySlot> slots) override {
+    return cpu_->batched_query(comm, std::move(slots));
+  }
+  Result<std::unique_ptr<EngineAttention>> row_split(std::vector<RowPart> parts) override {
+    return cpu_->row_split(std::move(parts));
+  }
   Result<std::vector<float>> forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                      EngineAttention& attention, int64_t logit_rows) override {
     return cpu_->forward(tokens, positions, attention, logit_rows);
+  }
+  Result<std::vector<float>> forward_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                                          EngineAttention& attention, std::span<const int64_t> logit_rows) override {
+    return cpu_->forward_rows(tokens, positions, attention, logit_rows);
   }
 
  private:

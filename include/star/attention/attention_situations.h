@@ -8,6 +8,9 @@
 //                           the shard.
 //   ShardedQuerySituation   Phase 2: attend to the local shard (the query host also to the new
 //                           tokens, causally), all-gather the packed (out, lse) of every rank, merge.
+//   BatchedQuerySituation   Phase 2 of many sequences in one forward: each slot attends to its
+//                           read-only context shard (the query host also to the slot's own cache,
+//                           causally); one all-gather and one merge carry every slot's rows.
 //
 // A backend B provides (Context is what every call carries: nothing on the CPU, the stream on CUDA):
 //   using Cache, Floats, Context;
@@ -23,9 +26,12 @@
 //   Status finish(Context)                                        results visible to the host
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "star/attention/attention_shape.h"
 #include "star/attention/block_plan.h"
@@ -217,6 +223,161 @@ class ShardedQuerySituation {
   typename B::Floats local_;     // [out n·Hq·d | lse n·Hq]
   typename B::Floats gathered_;  // P × local
   typename B::Floats lse_;       // [n, Hq] of the merge
+};
+
+// A context whose partial is not a plain attend over a Cache (RocketKV's compacted shard selects
+// rows per KV head first). Read-only: the slot's new tokens go to its own cache.
+template <class Context>
+class ContextPartial {
+ public:
+  virtual ~ContextPartial() = default;
+  virtual int64_t tokens() const = 0;
+  // q [n, Hq, d] of one slot's rows; writes out [n, Hq, d] and lse [n, Hq]. own_first: the slot's
+  // own tokens before these rows on the query host, -1 on the other ranks.
+  virtual Status attend(int64_t layer, const float* q, int64_t n, int64_t own_first, float* out, float* lse,
+                        const SkipSoftmax& skip, Context ctx) = 0;
+};
+
+// One sequence's rows in a BatchedQuerySituation.
+template <class B>
+struct BatchedQuerySlot {
+  const typename B::Cache* context = nullptr;                // the context shard, read-only ...
+  ContextPartial<typename B::Context>* custom = nullptr;     // ... or a context that attends itself
+  typename B::Cache* own = nullptr;                          // query host: the own tokens; else null
+  AttentionWindow window;
+  double skip_softmax_scale_factor = 0;
+  int64_t rows = 0;
+};
+
+template <class B>
+class BatchedQuerySituation {
+ public:
+  using Cache = typename B::Cache;
+  using Context = typename B::Context;
+  using Slot = BatchedQuerySlot<B>;
+
+  BatchedQuerySituation(AttentionShape shape, Communicator& comm, std::vector<Slot> slots)
+      : shape_(shape), comm_(comm), slots_(std::move(slots)), own_first_(slots_.size()), tiles_(slots_.size()) {}
+
+  Status begin(int64_t n_new, Context ctx) {
+    int64_t rows = 0, widest = 0;
+    for (const Slot& slot : slots_) {
+      rows += slot.rows;
+      widest = std::max(widest, slot.rows);
+    }
+    if (rows != n_new) {
+      return invalid_argument("batched query: the slots hold " + std::to_string(rows) + " rows but the forward has " +
+                              std::to_string(n_new));
+    }
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      own_first_[i] = -1;
+      if (slots_[i].own == nullptr) continue;
+      Result<int64_t> first = B::grow(*slots_[i].own, slots_[i].rows, ctx);
+      if (!first.ok()) return first.status();
+      own_first_[i] = *first;
+    }
+    const int64_t per_rank = n_new * shape_.n_heads * (shape_.head_dim + 1);
+    if (Status s = B::reserve(local_, per_rank); !s.ok()) return s;
+    if (Status s = B::reserve(gathered_, per_rank * comm_.size()); !s.ok()) return s;
+    if (Status s = B::reserve(partial_out_, 2 * widest * shape_.q_floats()); !s.ok()) return s;
+    if (Status s = B::reserve(partial_lse_, 2 * widest * shape_.n_heads); !s.ok()) return s;
+    return B::reserve(lse_, n_new * shape_.n_heads);
+  }
+
+  Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out, Context ctx) {
+    const int64_t qf = shape_.q_floats(), kvf = shape_.kv_floats(), H = shape_.n_heads;
+    // Every slot's local partial at its rows of one packed [out n·Hq·d | lse n·Hq].
+    float* local_out = B::data(local_);
+    float* local_lse = local_out + n * qf;
+    int64_t row = 0;
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      const int64_t rows = slots_[i].rows;
+      if (rows > 0) {
+        if (Status s = attend_slot(i, layer, q + row * qf, k + row * kvf, v + row * kvf, local_out + row * qf,
+                                   local_lse + row * H, ctx);
+            !s.ok()) {
+          return s;
+        }
+      }
+      row += rows;
+    }
+    if (comm_.size() == 1) return B::copy(out, local_out, n * qf, ctx);
+    const int64_t per_rank = n * H * (shape_.head_dim + 1);
+    if (Status s = B::finish(ctx); !s.ok()) return s;
+    const auto start = std::chrono::steady_clock::now();
+    if (Status s = comm_.all_gather(local_out, static_cast<size_t>(per_rank) * sizeof(float), B::data(gathered_));
+        !s.ok()) {
+      return s;
+    }
+    floats_sent_ += per_rank;
+    // The merge is per row, so one call serves every slot.
+    Status merged = B::merge_packed(B::data(gathered_), comm_.size(), n, shape_, out, B::data(lse_), ctx);
+    gather_merge_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return merged;
+  }
+
+  // Floats this rank sent in all-gathers so far (N·Hq·(d+1) per layer for N rows of every slot).
+  int64_t floats_sent() const { return floats_sent_; }
+  double gather_merge_seconds() const { return gather_merge_seconds_; }
+  // Skip Softmax tiles of slot i's rows so far (counted only where its S > 0).
+  SkipSoftmaxTiles slot_tiles(size_t i) const { return tiles_[i]; }
+  size_t slots() const { return slots_.size(); }
+
+ private:
+  Status attend_slot(size_t i, int64_t layer, const float* q, const float* k, const float* v, float* out, float* lse,
+                     Context ctx) {
+    const Slot& slot = slots_[i];
+    const int64_t n = slot.rows;
+    const SkipSoftmax skip{slot.skip_softmax_scale_factor,
+                           slot.skip_softmax_scale_factor > 0 ? &tiles_[i] : nullptr};
+    const int64_t context_tokens = slot.custom != nullptr ? slot.custom->tokens() : slot.context->tokens();
+    if (slot.own == nullptr) return attend_context(slot, layer, q, n, -1, out, lse, skip, ctx);
+
+    const int64_t own_first = own_first_[i];
+    if (Status s = B::store(*slot.own, layer, own_first, k, v, n, ctx); !s.ok()) return s;
+    // The own tokens follow the whole context: causal among themselves, the window counted in
+    // positions after the context (its sinks lie in the context).
+    const AttentionMask own_mask = causal_mask_from(own_first, {0, slot.window.window});
+    if (context_tokens == 0) {
+      return B::attend(shape_, q, n, *slot.own, layer, 0, own_first + n, own_mask, out, lse, skip, ctx);
+    }
+    float* out_context = B::data(partial_out_);
+    float* out_own = out_context + n * shape_.q_floats();
+    float* lse_context = B::data(partial_lse_);
+    float* lse_own = lse_context + n * shape_.n_heads;
+    if (Status s = attend_context(slot, layer, q, n, own_first, out_context, lse_context, skip, ctx); !s.ok()) {
+      return s;
+    }
+    if (Status s = B::attend(shape_, q, n, *slot.own, layer, 0, own_first + n, own_mask, out_own, lse_own, skip, ctx);
+        !s.ok()) {
+      return s;
+    }
+    return B::merge(out_context, lse_context, 2, n, shape_, out, lse, ctx);
+  }
+
+  // The context lies wholly before every row: no mask, but for a bounded window on the query host.
+  Status attend_context(const Slot& slot, int64_t layer, const float* q, int64_t n, int64_t own_first, float* out,
+                        float* lse, const SkipSoftmax& skip, Context ctx) {
+    if (slot.custom != nullptr) return slot.custom->attend(layer, q, n, own_first, out, lse, skip, ctx);
+    const int64_t tokens = slot.context->tokens();
+    const AttentionMask mask = own_first >= 0 && slot.window.bounded()
+                                   ? causal_mask_from(tokens + own_first, slot.window)
+                                   : AttentionMask{};
+    return B::attend(shape_, q, n, *slot.context, layer, 0, tokens, mask, out, lse, skip, ctx);
+  }
+
+  AttentionShape shape_;
+  Communicator& comm_;
+  std::vector<Slot> slots_;
+  std::vector<int64_t> own_first_;  // per slot: own rows before this forward's, -1 off the query host
+  std::vector<SkipSoftmaxTiles> tiles_;
+  int64_t floats_sent_ = 0;
+  double gather_merge_seconds_ = 0;
+  typename B::Floats local_;        // [out n·Hq·d | lse n·Hq] of every slot's rows
+  typename B::Floats gathered_;     // P × local
+  typename B::Floats partial_out_;  // [2, rows, Hq, d]: context, own (one slot at a time)
+  typename B::Floats partial_lse_;  // [2, rows, Hq]
+  typename B::Floats lse_;          // [n, Hq] of the merge
 };
 
 }  // namespace star

@@ -8,12 +8,16 @@
 //                           to every earlier rank's segment fully and causally to its own.
 //   ShardedQueryAttention   Phase 2: attend to the local shard (the query host also to the query
 //                           and generated tokens, causally), all-gather (out, lse), merge.
+//   BatchedShardedQueryAttention  Phase 2 of many sequences at once: each slot's read-only context
+//                           shard, the query host's own-token cache per slot, one all-gather.
 // Partial results over disjoint key sets always combine through merge_partials. The causal,
 // prefixed-block and sharded-query situations are written once, in attention_situations.h, for
 // every backend; these classes bind them to the CPU's primitives. The ring exists on the CPU only.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "star/attention/attention_shape.h"
@@ -94,6 +98,27 @@ class ShardedQueryAttention final : public LayerAttention {
 
  private:
   ShardedQuerySituation<cpu::AttentionPrimitives> situation_;
+};
+
+class BatchedShardedQueryAttention final : public LayerAttention {
+ public:
+  using Slot = BatchedQuerySlot<cpu::AttentionPrimitives>;
+  // The forward's rows are the slots' rows in slot order; each slot carries its own S (the
+  // LayerAttention's is unused).
+  BatchedShardedQueryAttention(AttentionShape shape, Communicator& comm, std::vector<Slot> slots)
+      : situation_(shape, comm, std::move(slots)) {}
+  Status begin(int64_t n_new) override { return situation_.begin(n_new, {}); }
+  Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out) override {
+    return situation_.attend(layer, q, k, v, n, out, {});
+  }
+
+  int64_t floats_sent() const { return situation_.floats_sent(); }
+  double gather_merge_seconds() const { return situation_.gather_merge_seconds(); }
+  SkipSoftmaxTiles slot_tiles(size_t slot) const { return situation_.slot_tiles(slot); }
+  size_t slots() const { return situation_.slots(); }
+
+ private:
+  BatchedQuerySituation<cpu::AttentionPrimitives> situation_;
 };
 
 }  // namespace star

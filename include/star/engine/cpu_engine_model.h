@@ -59,6 +59,9 @@ class CpuEngineModel final : public EngineModel {
                                                         std::vector<int64_t> segment_tokens) override;
   Result<std::unique_ptr<EngineAttention>> sharded_query(Communicator& comm, KvShard& shard, bool is_query_host,
                                                          AttentionWindow window) override;
+  Result<std::unique_ptr<BatchedQueryAttention>> batched_query(Communicator& comm,
+                                                               std::vector<QuerySlot> slots) override;
+  Result<std::unique_ptr<EngineAttention>> row_split(std::vector<RowPart> parts) override;
 
   Status supports_rocket() const override { return ok_status(); }
   Result<std::unique_ptr<EngineAttention>> recording_queries(std::unique_ptr<EngineAttention> inner, int64_t rows,
@@ -70,6 +73,8 @@ class CpuEngineModel final : public EngineModel {
 
   Result<std::vector<float>> forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                      EngineAttention& attention, int64_t logit_rows) override;
+  Result<std::vector<float>> forward_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                                          EngineAttention& attention, std::span<const int64_t> logit_rows) override;
 
  private:
   const LlamaModel& model_;

@@ -51,6 +51,30 @@ class EngineAttention {
   virtual SkipSoftmaxTiles skip_softmax_tiles() const { return {}; }
 };
 
+// One sequence's rows in a batched Phase 2 forward (EngineModel::batched_query).
+struct QuerySlot {
+  const KvShard* context = nullptr;  // this rank's shard of the sequence's context (read-only)
+  KvShard* own = nullptr;            // query host: the sequence's own tokens (query + generated); else null
+  AttentionWindow window;
+  double skip_softmax_scale_factor = 0;  // the S for this sequence's rows in this step
+  int64_t rows = 0;                      // rows of this sequence in the forward, in slot order
+};
+
+// Phase 2 of many sequences in one forward: per layer one all-gather carries every slot's
+// (out, lse). skip_softmax_tiles() is the sum over slots; set_skip_softmax does nothing (each
+// slot carries its own S).
+class BatchedQueryAttention : public EngineAttention {
+ public:
+  // The Skip Softmax tiles counted for slot `slot`'s rows so far.
+  virtual SkipSoftmaxTiles slot_tiles(size_t slot) const = 0;
+};
+
+// A run of consecutive rows of a fused forward and the attention that attends them.
+struct RowPart {
+  EngineAttention* attention = nullptr;
+  int64_t rows = 0;
+};
+
 class EngineModel {
  public:
   virtual ~EngineModel() = default;
@@ -83,6 +107,16 @@ class EngineModel {
   virtual Result<std::unique_ptr<EngineAttention>> sharded_query(Communicator& comm, KvShard& shard,
                                                                  bool is_query_host, AttentionWindow window) = 0;
 
+  // Phase 2 for every slot at once; the forward's rows are the slots' rows in slot order. Per slot,
+  // every rank attends to its context shard (no mask; the query host applies a bounded window);
+  // the query host also stores the rows' K/V in the slot's own cache and attends to it causally.
+  // A RocketKV compacted context runs stage 2 (page selection per KV head) on one-row slots.
+  virtual Result<std::unique_ptr<BatchedQueryAttention>> batched_query(Communicator& comm,
+                                                                       std::vector<QuerySlot> slots) = 0;
+  // The forward's rows split in consecutive parts, each attended by its own attention (made by this
+  // model, used by no other forward at the same time); begin() and attend() pass each part its rows.
+  virtual Result<std::unique_ptr<EngineAttention>> row_split(std::vector<RowPart> parts) = 0;
+
   // RocketKV (rocket_compaction.h). A backend without it answers UNIMPLEMENTED naming itself, from
   // supports_rocket() before any work and from each call below.
   virtual Status supports_rocket() const;
@@ -101,6 +135,10 @@ class EngineModel {
   // logits, [logit_rows, vocab], on the host.
   virtual Result<std::vector<float>> forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                              EngineAttention& attention, int64_t logit_rows) = 0;
+  // The same forward with the logits of rows `logit_rows` (ascending, each in [0, tokens)) only:
+  // [logit_rows.size(), vocab], on the host.
+  virtual Result<std::vector<float>> forward_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                                                  EngineAttention& attention, std::span<const int64_t> logit_rows) = 0;
 
   // Waits for the work enqueued so far (a no-op where forward is synchronous), so timings hold.
   virtual Status synchronize() { return ok_status(); }

@@ -1,6 +1,7 @@
 // Phase 2: encode the query against every rank's KV shard, then generate token by token.
-// Collective: every rank calls generate() with the same query and options. Rank 0 samples and
-// decides when to stop; the chosen token is broadcast so every rank feeds back the same one.
+// Collective: every rank calls generate() with the same query and options. It runs as the one
+// sequence of a StepEngine (step_engine.h), the path a request takes among others: rank 0 samples
+// and decides when to stop, and the step messages carry its choices to the other ranks.
 #pragma once
 
 #include <cstdint>
@@ -47,7 +48,7 @@ struct GenerationResult {
   // any stop string.
   std::vector<int32_t> tokens;
   std::string text;
-  FinishReason finish_reason = FinishReason::kLength;
+  FinishReason finish_reason = FinishReason::kLength;  // rank 0 only
   double first_token_seconds = 0;  // query encoding until the first token is chosen
   double decode_seconds = 0;       // the rest
   int64_t floats_sent = 0;         // this rank's all-gather payload, all layers and steps
@@ -60,7 +61,8 @@ struct GenerationResult {
 // cancels the generation at this token.
 using TokenSink = std::function<bool(int32_t id, std::string_view text)>;
 
-// `shard` was made by `model` (Phase 1's output); the query host appends the query and the answer.
+// `shard` was made by `model` (Phase 1's output) and is only read: the query's and the answer's KV
+// live in a cache of their own on the query host.
 Result<GenerationResult> generate(EngineModel& model, const Tokenizer& tokenizer, const ShardLayout& layout,
                                   Communicator& comm, KvShard& shard, std::span<const int32_t> query_ids,
                                   const GenerationOptions& options, const TokenSink& sink = {});

@@ -22,7 +22,7 @@ struct InferenceRequest {
 };
 
 // What Phase 1 leaves on each rank: its KV shard and what Phase 2 needs to know about it. The
-// same EncodedContext can answer many queries (answer_query restores the shard afterwards).
+// same EncodedContext can answer many queries (Phase 2 only reads the shard).
 struct EncodedContext {
   ShardLayout layout;
   std::unique_ptr<KvShard> shard;  // made by the RuntimeModel's engine model
@@ -45,7 +45,8 @@ struct InferenceOutcome : EncodedContext {
 // Checks the request against the model before anything runs (every rank reaches the same verdict).
 Status validate_request(const LlamaConfig& config, const InferenceRequest& request);
 
-// Phase 1 alone, collective. `reserve_tokens`: room kept on the query host for query + answer.
+// Phase 1 alone, collective, as a StepEngine's context-only sequence. `reserve_tokens` is ignored:
+// Phase 2 keeps the query's and answer's KV apart from the shard.
 // With RocketKV, stage 1 follows; its observation window is the last window_size prompt tokens:
 // it ends with `query_ids` when they are known, else with the context.
 Result<EncodedContext> encode_request_context(const RuntimeModel& model, Communicator& comm,
@@ -53,7 +54,7 @@ Result<EncodedContext> encode_request_context(const RuntimeModel& model, Communi
                                               int64_t reserve_tokens = 0, const BlockProgress& progress = {},
                                               std::span<const int32_t> query_ids = {});
 
-// Phase 2 alone, collective, on a context encoded before; the shard is left as it was found.
+// Phase 2 alone, collective, on a context encoded before (only read).
 Result<GenerationResult> answer_query(const RuntimeModel& model, Communicator& comm, EncodedContext& context,
                                       std::span<const int32_t> query_ids, const GenerationOptions& options,
                                       const TokenSink& sink = {});

@@ -54,7 +54,7 @@ struct StepMessage {
   std::vector<int64_t> finished;                      // drop now (stop string, cancelled, deadline, aborted)
   std::vector<std::string> release;                   // encoded contexts to drop
   std::vector<std::string> keep;                      // contexts encoded last step that rank 0 admitted (others dropped)
-  bool shutdown = false;
+  bool shutdown = false;  // the loop ends: the step applies nothing and runs nothing
 };
 
 // The message as bytes (protobuf, proto/star/engine/step_wire.proto), and back. Decoding bytes that

@@ -24,6 +24,8 @@ namespace star {
 // 0 <= logit_rows <= tokens, every id inside the vocabulary.
 Status validate_forward_inputs(const LlamaConfig& config, std::span<const int32_t> tokens,
                                std::span<const int32_t> positions, int64_t logit_rows);
+// forward_rows' rows: ascending, each in [0, tokens).
+Status validate_logit_rows(std::span<const int64_t> logit_rows, int64_t tokens);
 
 class LlamaModel {
  public:
@@ -38,8 +40,18 @@ class LlamaModel {
   // Activation memory is O(n · max(dim, hidden)), independent of what the tokens attend to.
   Result<std::vector<float>> forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                      LayerAttention& attention, int64_t logit_rows = 1) const;
+  // The same pass with the logits of rows `logit_rows` (ascending, each in [0, tokens)) only,
+  // [logit_rows.size(), vocab]: the decode rows of many sequences in one fused forward.
+  Result<std::vector<float>> forward_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                                          LayerAttention& attention, std::span<const int64_t> logit_rows) const;
 
  private:
+  // Every layer over the tokens: the residual stream x [n, dim] before the final norm.
+  Result<std::vector<float>> hidden(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                                    LayerAttention& attention) const;
+  // rms_norm(rows [count, dim])·lm_headᵀ.
+  std::vector<float> logits_of(const float* rows, int64_t count) const;
+
   LlamaModel(LlamaConfig config, LlamaWeights weights, cpu::RopeTable rope);
 
   LlamaConfig config_;

@@ -10,6 +10,7 @@
 #include "star/backend/cuda/kv_cache.h"
 #include "star/backend/cuda/layer_attentions.h"
 #include "star/backend/cuda/llama_model.h"
+#include "star/engine/row_split.h"
 
 namespace star::cuda {
 namespace {
@@ -27,13 +28,18 @@ class DeviceKvShard final : public KvShard {
   DeviceKvCache cache;
 };
 
-class DeviceAttention : public EngineAttention {
+// What forward() needs of an EngineAttention this backend made: its DeviceLayerAttention. A side
+// interface, so that a BatchedQueryAttention can be one too.
+class DeviceAttention {
  public:
+  virtual ~DeviceAttention() = default;
   virtual DeviceLayerAttention& layer() = 0;
 };
 
+DeviceAttention* device_attention(EngineAttention& attention) { return dynamic_cast<DeviceAttention*>(&attention); }
+
 template <typename Attention>
-class DeviceAttentionOf final : public DeviceAttention {
+class DeviceAttentionOf final : public EngineAttention, public DeviceAttention {
  public:
   template <typename... Args>
   explicit DeviceAttentionOf(Args&&... args) : attention_(std::forward<Args>(args)...) {}
@@ -53,6 +59,37 @@ class DeviceAttentionOf final : public DeviceAttention {
   Attention attention_;
 };
 
+class DeviceBatchedQuery final : public BatchedQueryAttention, public DeviceAttention {
+ public:
+  DeviceBatchedQuery(AttentionShape shape, Communicator& comm, std::vector<DeviceBatchedShardedQueryAttention::Slot> slots)
+      : attention_(shape, comm, std::move(slots)) {}
+  DeviceLayerAttention& layer() override { return attention_; }
+  int64_t floats_sent() const override { return attention_.floats_sent(); }
+  double gather_merge_seconds() const override { return attention_.gather_merge_seconds(); }
+  void set_skip_softmax(double) override {}
+  SkipSoftmaxTiles skip_softmax_tiles() const override {
+    SkipSoftmaxTiles total;
+    for (size_t i = 0; i < attention_.slots(); ++i) total += attention_.slot_tiles(i);
+    return total;
+  }
+  SkipSoftmaxTiles slot_tiles(size_t slot) const override { return attention_.slot_tiles(slot); }
+
+ private:
+  DeviceBatchedShardedQueryAttention attention_;
+};
+
+using DeviceRowSplitLayer = RowSplitLayer<DeviceLayerAttention, cudaStream_t>;
+
+class DeviceRowSplit final : public RowSplitStats, public DeviceAttention {
+ public:
+  DeviceRowSplit(AttentionShape shape, std::vector<RowPart> parts, std::vector<DeviceRowSplitLayer::Part> layers)
+      : RowSplitStats(std::move(parts)), layer_(shape, std::move(layers)) {}
+  DeviceLayerAttention& layer() override { return layer_; }
+
+ private:
+  DeviceRowSplitLayer layer_;
+};
+
 template <typename Attention, typename... Args>
 Result<std::unique_ptr<EngineAttention>> make(Args&&... args) {
   return std::unique_ptr<EngineAttention>(std::make_unique<DeviceAttentionOf<Attention>>(std::forward<Args>(args)...));
@@ -65,7 +102,7 @@ auto* cache_of(Shard& shard) {
   return device == nullptr ? nullptr : &device->cache;
 }
 
-Status foreign(const char* what) { return invalid_argument(std::string("cuda backend: ") + what + " of another backend"); }
+Status foreign(const std::string& what) { return invalid_argument("cuda backend: " + what + " of another backend"); }
 
 Status no_ring() {
   return unimplemented("the cuda backend has no ring pass (K/V would travel through host memory every layer); "
@@ -140,29 +177,61 @@ class CudaEngineModel final : public EngineModel {
                                                          AttentionWindow window) override {
     DeviceKvCache* s = cache_of(shard);
     if (s == nullptr) return foreign("sharded_query: a shard");
-    Communicator* gather = &comm;  // one rank never gathers
-    if (comm.size() > 1) {
-      if (device_comm_ == nullptr) {
-        return failed_precondition("cuda backend: Phase 2 over " + std::to_string(comm.size()) +
-                                   " ranks needs a device communicator (NCCL)");
+    Result<Communicator*> gather = gather_communicator(comm);
+    if (!gather.ok()) return gather.status();
+    return make<DeviceShardedQueryAttention>(AttentionShape::of(config()), **gather, *s, is_query_host, window);
+  }
+
+  Result<std::unique_ptr<BatchedQueryAttention>> batched_query(Communicator& comm,
+                                                               std::vector<QuerySlot> slots) override {
+    std::vector<DeviceBatchedShardedQueryAttention::Slot> bound(slots.size());
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const QuerySlot& slot = slots[i];
+      const std::string which = "batched_query: slot " + std::to_string(i);
+      if (slot.rows < 0) return invalid_argument(which + " has " + std::to_string(slot.rows) + " rows");
+      if (slot.context == nullptr) return invalid_argument(which + " has no context shard");
+      bound[i].context = cache_of(*slot.context);
+      if (bound[i].context == nullptr) return foreign(which + ": a context shard");
+      if (slot.own != nullptr) {
+        bound[i].own = cache_of(*slot.own);
+        if (bound[i].own == nullptr) return foreign(which + ": an own-token shard");
       }
-      if (device_comm_->rank() != comm.rank() || device_comm_->size() != comm.size()) {
-        return failed_precondition("cuda backend: the device communicator is rank " +
-                                   std::to_string(device_comm_->rank()) + " of " + std::to_string(device_comm_->size()) +
-                                   ", the engine's rank " + std::to_string(comm.rank()) + " of " +
-                                   std::to_string(comm.size()));
-      }
-      gather = device_comm_.get();
+      bound[i].window = slot.window;
+      bound[i].skip_softmax_scale_factor = slot.skip_softmax_scale_factor;
+      bound[i].rows = slot.rows;
     }
-    return make<DeviceShardedQueryAttention>(AttentionShape::of(config()), *gather, *s, is_query_host, window);
+    Result<Communicator*> gather = gather_communicator(comm);
+    if (!gather.ok()) return gather.status();
+    return std::unique_ptr<BatchedQueryAttention>(
+        std::make_unique<DeviceBatchedQuery>(AttentionShape::of(config()), **gather, std::move(bound)));
+  }
+
+  Result<std::unique_ptr<EngineAttention>> row_split(std::vector<RowPart> parts) override {
+    if (Status s = check_row_parts(parts); !s.ok()) return s;
+    std::vector<DeviceRowSplitLayer::Part> layers;
+    for (const RowPart& part : parts) {
+      DeviceAttention* device = device_attention(*part.attention);
+      if (device == nullptr) return foreign("row_split: an attention");
+      layers.push_back({&device->layer(), part.rows});
+    }
+    return std::unique_ptr<EngineAttention>(
+        std::make_unique<DeviceRowSplit>(AttentionShape::of(config()), std::move(parts), std::move(layers)));
   }
 
   Result<std::vector<float>> forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                      EngineAttention& attention, int64_t logit_rows) override {
-    auto* device = dynamic_cast<DeviceAttention*>(&attention);
+    DeviceAttention* device = device_attention(attention);
     if (device == nullptr) return foreign("forward: an attention");
     if (Status s = make_current(); !s.ok()) return s;
     return model_->forward(tokens, positions, device->layer(), logit_rows);
+  }
+
+  Result<std::vector<float>> forward_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                                          EngineAttention& attention, std::span<const int64_t> logit_rows) override {
+    DeviceAttention* device = device_attention(attention);
+    if (device == nullptr) return foreign("forward_rows: an attention");
+    if (Status s = make_current(); !s.ok()) return s;
+    return model_->forward_rows(tokens, positions, device->layer(), logit_rows);
   }
 
   Status synchronize() override {
@@ -171,6 +240,23 @@ class CudaEngineModel final : public EngineModel {
   }
 
  private:
+  // The communicator Phase 2 all-gathers on: the engine's on one rank (it never gathers), else
+  // the device communicator with the same rank and size.
+  Result<Communicator*> gather_communicator(Communicator& comm) {
+    if (comm.size() == 1) return &comm;
+    if (device_comm_ == nullptr) {
+      return failed_precondition("cuda backend: Phase 2 over " + std::to_string(comm.size()) +
+                                 " ranks needs a device communicator (NCCL)");
+    }
+    if (device_comm_->rank() != comm.rank() || device_comm_->size() != comm.size()) {
+      return failed_precondition("cuda backend: the device communicator is rank " +
+                                 std::to_string(device_comm_->rank()) + " of " + std::to_string(device_comm_->size()) +
+                                 ", the engine's rank " + std::to_string(comm.rank()) + " of " +
+                                 std::to_string(comm.size()));
+    }
+    return device_comm_.get();
+  }
+
   Status make_current() const { return cuda_status(cudaSetDevice(device_), "cuda backend: cudaSetDevice"); }
 
   std::unique_ptr<DeviceLlamaModel> model_;

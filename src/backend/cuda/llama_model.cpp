@@ -84,18 +84,14 @@ Status DeviceLlamaModel::linear(const float* act, int64_t n, int64_t k, const __
   return gemm_->matmul_nt(act_bf16_.data(), n, k, w, m, y, accumulate, stream_);
 }
 
-Status DeviceLlamaModel::forward_on_device(std::span<const int32_t> tokens,
-                                           std::span<const int32_t> positions,
-                                           DeviceLayerAttention& attention, int64_t logit_rows) {
+Status DeviceLlamaModel::run_layers(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                                    DeviceLayerAttention& attention) {
   const LlamaConfig& c = config_;
   const auto n = static_cast<int64_t>(tokens.size());
-  if (Status s = validate_forward_inputs(c, tokens, positions, logit_rows); !s.ok()) return s;
   if (Status s = reserve_activations(n); !s.ok()) return s;
-  if (Status s = ensure(logits_, logit_rows * c.vocab_size); !s.ok()) return s;
   if (Status s = tokens_.copy_from_host(tokens, stream_); !s.ok()) return s;
   if (Status s = positions_.copy_from_host(positions, stream_); !s.ok()) return s;
   if (Status s = attention.begin(n, stream_); !s.ok()) return s;
-
   const int64_t dim = c.dim, qd = c.q_dim(), kvd = c.kv_dim(), hid = c.hidden_dim;
   const auto eps = static_cast<float>(c.rms_norm_eps);
   float *x = x_.data(), *h = h_.data(), *q = q_.data(), *k = k_.data(), *v = v_.data();
@@ -129,12 +125,68 @@ Status DeviceLlamaModel::forward_on_device(std::span<const int32_t> tokens,
     if (Status s = swiglu(gate, up, n * hid, gate, stream_); !s.ok()) return s;
     if (Status s = linear(gate, n, hid, w.w_down.data(), dim, x, true); !s.ok()) return s;
   }
-  if (logit_rows == 0) return ok_status();
-  const float* last = x + (n - logit_rows) * dim;
-  if (Status s = rms_norm(last, logit_rows, dim, weights_.final_norm.data(), eps, h, stream_); !s.ok()) {
+  return ok_status();
+}
+
+Status DeviceLlamaModel::logits_of(const float* rows, int64_t count) {
+  if (count == 0) return ok_status();
+  const LlamaConfig& c = config_;
+  if (Status s = rms_norm(rows, count, c.dim, weights_.final_norm.data(), static_cast<float>(c.rms_norm_eps),
+                          h_.data(), stream_);
+      !s.ok()) {
     return s;
   }
-  return linear(h, logit_rows, dim, weights_.output_projection(), c.vocab_size, logits_.data(), false);
+  return linear(h_.data(), count, c.dim, weights_.output_projection(), c.vocab_size, logits_.data(), false);
+}
+
+Status DeviceLlamaModel::forward_on_device(std::span<const int32_t> tokens,
+                                           std::span<const int32_t> positions,
+                                           DeviceLayerAttention& attention, int64_t logit_rows) {
+  const LlamaConfig& c = config_;
+  const auto n = static_cast<int64_t>(tokens.size());
+  if (Status s = validate_forward_inputs(c, tokens, positions, logit_rows); !s.ok()) return s;
+  if (Status s = ensure(logits_, logit_rows * c.vocab_size); !s.ok()) return s;
+  if (Status s = run_layers(tokens, positions, attention); !s.ok()) return s;
+  return logits_of(x_.data() + (n - logit_rows) * c.dim, logit_rows);
+}
+
+Status DeviceLlamaModel::forward_rows_on_device(std::span<const int32_t> tokens,
+                                                std::span<const int32_t> positions,
+                                                DeviceLayerAttention& attention,
+                                                std::span<const int64_t> logit_rows) {
+  const LlamaConfig& c = config_;
+  const auto n = static_cast<int64_t>(tokens.size());
+  const auto count = static_cast<int64_t>(logit_rows.size());
+  if (Status s = validate_forward_inputs(c, tokens, positions, 0); !s.ok()) return s;
+  if (Status s = validate_logit_rows(logit_rows, n); !s.ok()) return s;
+  if (Status s = ensure(logits_, count * c.vocab_size); !s.ok()) return s;
+  if (Status s = ensure(gathered_, count * c.dim); !s.ok()) return s;
+  if (Status s = run_layers(tokens, positions, attention); !s.ok()) return s;
+  // One copy per run of consecutive rows (a Phase 1 chunk's rows are never asked for, so the
+  // runs are few).
+  for (int64_t i = 0; i < count;) {
+    int64_t end = i + 1;
+    while (end < count && logit_rows[end] == logit_rows[end - 1] + 1) ++end;
+    const size_t bytes = static_cast<size_t>((end - i) * c.dim) * sizeof(float);
+    if (Status s = cuda_status(cudaMemcpyAsync(gathered_.data() + i * c.dim, x_.data() + logit_rows[i] * c.dim, bytes,
+                                               cudaMemcpyDeviceToDevice, stream_),
+                               "DeviceLlamaModel: gathering logit rows");
+        !s.ok()) {
+      return s;
+    }
+    i = end;
+  }
+  return logits_of(gathered_.data(), count);
+}
+
+Result<std::vector<float>> DeviceLlamaModel::forward_rows(std::span<const int32_t> tokens,
+                                                          std::span<const int32_t> positions,
+                                                          DeviceLayerAttention& attention,
+                                                          std::span<const int64_t> logit_rows) {
+  if (Status s = forward_rows_on_device(tokens, positions, attention, logit_rows); !s.ok()) return s;
+  std::vector<float> logits(logit_rows.size() * static_cast<size_t>(config_.vocab_size));
+  if (Status s = logits_.copy_to_host(logits, stream_); !s.ok()) return s;
+  return logits;
 }
 
 Result<std::vector<float>> DeviceLlamaModel::forward(std::span<const int32_t> tokens,

@@ -8,9 +8,15 @@
 //   DeviceShardedQueryAttention  Phase 2: attend to the local shard (the query host also to the
 //                                query and generated tokens, causally), all-gather the packed
 //                                (out, lse) of every rank, merge on the device.
+//   DeviceBatchedShardedQueryAttention  Phase 2 of many sequences at once: each slot's read-only
+//                                context shard, the query host's own-token cache per slot, one
+//                                all-gather and one merge for every slot's rows.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "star/attention/attention_shape.h"
 #include "star/attention/attention_situations.h"
@@ -75,6 +81,27 @@ class DeviceShardedQueryAttention final : public DeviceLayerAttention {
 
  private:
   ShardedQuerySituation<AttentionPrimitives> situation_;
+};
+
+class DeviceBatchedShardedQueryAttention final : public DeviceLayerAttention {
+ public:
+  using Slot = BatchedQuerySlot<AttentionPrimitives>;
+  // comm as for DeviceShardedQueryAttention. Each slot carries its own S (this attention's is unused).
+  DeviceBatchedShardedQueryAttention(AttentionShape shape, Communicator& comm, std::vector<Slot> slots)
+      : situation_(shape, comm, std::move(slots)) {}
+  Status begin(int64_t n_new, cudaStream_t stream) override { return situation_.begin(n_new, stream); }
+  Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out,
+                cudaStream_t stream) override {
+    return situation_.attend(layer, q, k, v, n, out, stream);
+  }
+
+  int64_t floats_sent() const { return situation_.floats_sent(); }
+  double gather_merge_seconds() const { return situation_.gather_merge_seconds(); }
+  SkipSoftmaxTiles slot_tiles(size_t slot) const { return situation_.slot_tiles(slot); }
+  size_t slots() const { return situation_.slots(); }
+
+ private:
+  BatchedQuerySituation<AttentionPrimitives> situation_;
 };
 
 }  // namespace star::cuda

@@ -54,10 +54,22 @@ class DeviceLlamaModel {
                                      std::span<const int32_t> positions,
                                      DeviceLayerAttention& attention, int64_t logit_rows = 1);
 
+  // The same pass with the logits of rows `logit_rows` (ascending, each in [0, tokens)) only,
+  // [logit_rows.size(), vocab], as LlamaModel::forward_rows: on the device, then on the host.
+  Status forward_rows_on_device(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                                DeviceLayerAttention& attention, std::span<const int64_t> logit_rows);
+  Result<std::vector<float>> forward_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                                          DeviceLayerAttention& attention, std::span<const int64_t> logit_rows);
+
  private:
   DeviceLlamaModel(LlamaConfig config, DeviceLlamaWeights weights, DeviceBuffer<float> inv_freq,
                    std::unique_ptr<Gemm> gemm, cudaStream_t stream);
 
+  // Every layer over the tokens: the residual stream in x_ [n, dim].
+  Status run_layers(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                    DeviceLayerAttention& attention);
+  // rms_norm(rows [count, dim])·lm_headᵀ into logits_.
+  Status logits_of(const float* rows, int64_t count);
   // Grows the activation buffers to n tokens.
   Status reserve_activations(int64_t n);
   // y[n, m] (+)= act[n, k] · w^T with act rounded to bf16 first.
@@ -73,6 +85,7 @@ class DeviceLlamaModel {
   int64_t capacity_ = 0;  // tokens the activation buffers hold
   DeviceBuffer<int32_t> tokens_, positions_;
   DeviceBuffer<float> x_, h_, q_, k_, v_, att_, gate_, up_, logits_;
+  DeviceBuffer<float> gathered_;  // forward_rows' rows of x_, [rows, dim]
   DeviceBuffer<__nv_bfloat16> act_bf16_;  // the GEMM input, [n, max(dim, hidden, Hq·d)]
 };
 

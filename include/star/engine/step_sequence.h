@@ -1,0 +1,100 @@
+// One sequence inside the StepEngine (step_engine.h): what every rank keeps about it between steps,
+// and its admission. Internal to the engine; every field is derived from the step messages alone
+// (rank 0's sampler aside), so every rank holds the same sequences in the same phases.
+#pragma once
+
+#include <chrono>
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "star/attention/block_plan.h"
+#include "star/attention/rocket/window_queries.h"
+#include "star/common/status.h"
+#include "star/dist/communicator.h"
+#include "star/engine/engine_model.h"
+#include "star/engine/inference.h"
+#include "star/engine/phase1_job.h"
+#include "star/engine/sampler.h"
+#include "star/engine/step_engine.h"
+
+namespace star {
+
+// A context a sequence reads in Phase 2: its layout and this rank's shard (read-only).
+struct ContextView {
+  ShardLayout layout;
+  const KvShard* shard = nullptr;
+};
+
+struct StepSequence {
+  enum class Phase {
+    kEncoding,     // Phase 1 chunks, one per step while it is the oldest encoding sequence
+    kRocketStage1, // every rank's chunks done; RocketKV's stage 1 runs next step
+    kDecoding,     // Phase 2: rows to run (`pending`), or waiting for rank 0's sampled token
+  };
+  using Clock = std::chrono::steady_clock;
+
+  SequenceSpec spec;
+  Phase phase = Phase::kEncoding;
+  Clock::time_point admitted_at;
+
+  // An inline context: its plan, the job encoding it, and the context it becomes.
+  std::optional<BlockPlan> plan;
+  std::unique_ptr<Phase1Job> job;
+  int64_t slowest_chunks = 0;  // the most chunks any rank runs for the plan
+  int64_t chunk_steps = 0;     // steps this sequence has been the encoding one
+  std::vector<std::array<int, 3>> blocks_encoded;  // (block, done, total) since the last step's events
+  Phase1Stats phase1;          // this rank's, once the job is done
+  rocket::WindowQueries rocket_window;  // the query host's context queries for RocketKV's stage 1
+  std::unique_ptr<EncodedContext> own_context;
+  // The context Phase 2 reads: own_context's, a kept one's (`kept` holds it alive) or a borrowed one.
+  ContextView context;
+  std::shared_ptr<const EncodedContext> kept;
+  std::string borrowed_id;  // the id of a kept or borrowed context it reads
+
+  // Phase 2. `own` (query host only): the query's and the generated tokens' KV.
+  std::unique_ptr<KvShard> own;
+  std::vector<int32_t> pending;  // rows of the next forward: the query, then the last sampled token
+  int64_t next_position = 0;
+  bool first_rows = true;        // pending is the query
+  int64_t generated = 0;         // tokens chosen so far (all ranks count them from `sampled`)
+  std::vector<int32_t> stop_ids; // spec's stop ids, and the model's end ids unless ignore_eos
+  Clock::time_point decode_started, first_token_at;
+
+  // Rank 0.
+  std::optional<Sampler> sampler;
+  SequenceStats stats;
+
+  bool context_only() const { return !spec.keep_as.empty(); }
+  bool is_stop(int32_t token) const;
+  // A token chosen as the generated-th ends the sequence: a stop id, or max_tokens reached.
+  bool ends_with(int32_t token, int64_t generated_count) const;
+};
+
+// What admission needs to know of the engine.
+struct AdmissionContext {
+  EngineModel& model;
+  Communicator& comm;
+  int64_t max_chunk_tokens = 0;
+  // The kept or borrowed context named `id`, or none.
+  std::function<std::optional<ContextView>(const std::string& id)> find_context;
+  std::function<std::shared_ptr<const EncodedContext>(const std::string& id)> kept_context;
+};
+
+// Checks `spec` (every rank reaches the same verdict: a request error is INVALID_ARGUMENT,
+// NOT_FOUND or UNIMPLEMENTED naming the field) and prepares its sequence: its plan and Phase 1 job
+// for an inline context, or the kept context it reads.
+Result<std::unique_ptr<StepSequence>> admit_sequence(const AdmissionContext& engine, const SequenceSpec& spec);
+
+// Turns a sequence whose Phase 1 is done on every rank into its EncodedContext (collective: the
+// per-rank stats are all-gathered) and, unless it only encodes, into a decoding sequence.
+Status finish_encoding(EngineModel& model, Communicator& comm, StepSequence& sequence);
+
+// RocketKV's stage 1 for a sequence in kRocketStage1 (collective), then finish_encoding.
+Status run_rocket_stage1(EngineModel& model, Communicator& comm, StepSequence& sequence);
+
+}  // namespace star

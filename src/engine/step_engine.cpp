@@ -1,0 +1,303 @@
+#include "star/engine/step_engine.h"
+
+#include <algorithm>
+#include <map>
+#include <span>
+
+#include "star/engine/step_forward.h"
+#include "star/engine/step_sequence.h"
+
+namespace star {
+
+namespace {
+
+using Clock = StepSequence::Clock;
+using Kind = SequenceEvent::Kind;
+
+double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+SequenceEvent event(int64_t id, Kind kind) {
+  SequenceEvent e;
+  e.id = id;
+  e.kind = kind;
+  return e;
+}
+
+SequenceEvent failed(int64_t id, Status error) {
+  SequenceEvent e = event(id, Kind::kFailed);
+  e.error = std::move(error);
+  return e;
+}
+
+// An error that is the request's (every rank reaches it alike), not the step's.
+bool is_request_error(const Status& s) { return s.code() != StatusCode::kInternal; }
+
+}  // namespace
+
+class StepEngine::Impl {
+ public:
+  Impl(EngineModel& model, Communicator& comm, StepLimits limits) : model_(model), comm_(comm), limits_(limits) {}
+
+  Result<std::vector<SequenceEvent>> step(const StepMessage& message) {
+    std::vector<SequenceEvent> events;
+    if (message.shutdown) return events;
+    apply_contexts(message);
+    for (int64_t id : message.finished) drop(id);
+    if (Status s = apply_sampled(message); !s.ok()) return s;
+    if (Status s = admit(message, events); !s.ok()) return s;
+    if (Status s = finish_encodings(events); !s.ok()) return s;
+    if (Status s = run_forward(events); !s.ok()) return s;
+    return events;
+  }
+
+  bool idle() const { return sequences_.empty() && awaiting_keep_.empty(); }
+  int64_t running() const { return static_cast<int64_t>(sequences_.size()); }
+
+  const SequenceStats* stats(int64_t id) const {
+    auto it = sequences_.find(id);
+    return it == sequences_.end() ? nullptr : &it->second->stats;
+  }
+
+  const EncodedContext* context(const std::string& id) const {
+    auto it = kept_.find(id);
+    return it == kept_.end() ? nullptr : it->second.get();
+  }
+
+  Result<std::unique_ptr<EncodedContext>> take_context(const std::string& id) {
+    auto it = kept_.find(id);
+    if (it == kept_.end()) return not_found("context '" + id + "' is not kept");
+    if (in_use(id)) return failed_precondition("context '" + id + "' is read by a running sequence");
+    auto out = std::make_unique<EncodedContext>(std::move(*it->second));
+    kept_.erase(it);
+    return out;
+  }
+
+  Status borrow_context(const std::string& id, const ShardLayout& layout, const KvShard& shard) {
+    if (kept_.count(id) || borrowed_.count(id)) return invalid_argument("context id '" + id + "' is already in use");
+    borrowed_[id] = ContextView{layout, &shard};
+    return ok_status();
+  }
+
+ private:
+  bool root() const { return comm_.rank() == 0; }
+
+  bool in_use(const std::string& context_id) const {
+    return std::any_of(sequences_.begin(), sequences_.end(),
+                       [&](const auto& s) { return s.second->borrowed_id == context_id; });
+  }
+
+  void apply_contexts(const StepMessage& message) {
+    // A released context stays alive while sequences read it (they hold it).
+    for (const std::string& id : message.release) {
+      kept_.erase(id);
+      borrowed_.erase(id);
+    }
+    for (const std::string& id : message.keep) {
+      auto it = awaiting_keep_.find(id);
+      if (it != awaiting_keep_.end()) kept_[id] = std::move(it->second);
+    }
+    awaiting_keep_.clear();
+  }
+
+  void drop(int64_t id) {
+    sequences_.erase(id);
+    std::erase(encoding_order_, id);
+  }
+
+  Status apply_sampled(const StepMessage& message) {
+    for (const auto& [id, token] : message.sampled) {
+      auto it = sequences_.find(id);
+      // Finished in the same message, or failed: nothing to feed.
+      if (it == sequences_.end()) continue;
+      StepSequence& s = *it->second;
+      if (s.phase != StepSequence::Phase::kDecoding || !s.pending.empty() || s.first_rows) {
+        return internal_error("step message: sequence " + std::to_string(id) + " was sampled while not waiting for a token");
+      }
+      ++s.generated;
+      if (s.ends_with(token, s.generated)) {
+        drop(id);
+        continue;
+      }
+      s.pending.assign(1, token);
+    }
+    return ok_status();
+  }
+
+  Status admit(const StepMessage& message, std::vector<SequenceEvent>& events) {
+    AdmissionContext admission{
+        .model = model_,
+        .comm = comm_,
+        .max_chunk_tokens = limits_.max_num_batched_tokens,
+        .find_context = [this](const std::string& id) -> std::optional<ContextView> {
+          if (auto it = kept_.find(id); it != kept_.end()) return ContextView{it->second->layout, it->second->shard.get()};
+          if (auto it = borrowed_.find(id); it != borrowed_.end()) return it->second;
+          return std::nullopt;
+        },
+        .kept_context = [this](const std::string& id) -> std::shared_ptr<const EncodedContext> {
+          auto it = kept_.find(id);
+          return it == kept_.end() ? nullptr : it->second;
+        }};
+    for (const SequenceSpec& spec : message.admitted) {
+      if (sequences_.count(spec.id)) {
+        return internal_error("step message: sequence " + std::to_string(spec.id) + " admitted twice");
+      }
+      if (spec.keep_as.size() && (kept_.count(spec.keep_as) || borrowed_.count(spec.keep_as) || keeps(spec.keep_as))) {
+        events.push_back(failed(spec.id, invalid_argument("keep_as: context id '" + spec.keep_as + "' is already in use")));
+        continue;
+      }
+      Result<std::unique_ptr<StepSequence>> sequence = admit_sequence(admission, spec);
+      if (!sequence.ok()) {
+        if (!is_request_error(sequence.status())) return sequence.status();
+        events.push_back(failed(spec.id, sequence.status()));
+        continue;
+      }
+      if ((*sequence)->phase == StepSequence::Phase::kEncoding) encoding_order_.push_back(spec.id);
+      sequences_[spec.id] = std::move(*sequence);
+    }
+    return ok_status();
+  }
+
+  bool keeps(const std::string& keep_as) const {
+    return std::any_of(sequences_.begin(), sequences_.end(), [&](const auto& s) { return s.second->spec.keep_as == keep_as; });
+  }
+
+  // Sequences whose chunks ran on every rank become encoded contexts (RocketKV: after stage 1), in
+  // admission order; a context-only one waits for rank 0's keep decision, the others decode.
+  Status finish_encodings(std::vector<SequenceEvent>& events) {
+    for (size_t i = 0; i < encoding_order_.size();) {
+      const int64_t id = encoding_order_[i];
+      StepSequence& s = *sequences_.at(id);
+      if (s.chunk_steps < s.slowest_chunks) {
+        ++i;
+        continue;
+      }
+      const bool rocket = s.spec.attention.sparse.algorithm == "rocket";
+      Status done = rocket ? run_rocket_stage1(model_, comm_, s) : finish_encoding(model_, comm_, s);
+      encoding_order_.erase(encoding_order_.begin() + static_cast<std::ptrdiff_t>(i));
+      if (!done.ok()) {
+        if (!is_request_error(done)) return done;
+        events.push_back(failed(id, done));
+        sequences_.erase(id);
+        continue;
+      }
+      if (s.context_only()) {
+        SequenceEvent e = event(id, Kind::kContextEncoded);
+        e.stats = s.stats;
+        e.context = s.own_context.get();
+        events.push_back(std::move(e));
+        awaiting_keep_[s.spec.keep_as] = std::move(s.own_context);
+        sequences_.erase(id);
+      }
+    }
+    return ok_status();
+  }
+
+  // The oldest sequence still encoding, if this rank has a chunk of it left.
+  StepSequence* encoding_head() {
+    if (encoding_order_.empty()) return nullptr;
+    return sequences_.at(encoding_order_.front()).get();
+  }
+
+  Status run_forward(std::vector<SequenceEvent>& events) {
+    StepSequence* encoding = encoding_head();
+    std::optional<Phase1Chunk> chunk;
+    if (encoding && !encoding->job->done()) {
+      Result<Phase1Chunk> next = encoding->job->next_chunk();
+      if (!next.ok()) return next.status();
+      chunk = *next;
+    }
+    std::vector<StepSequence*> decoding;
+    for (auto& [id, s] : sequences_) {
+      if (s->phase == StepSequence::Phase::kDecoding && !s->pending.empty()) decoding.push_back(s.get());
+    }
+    Result<StepForward> forward = run_step_forward(model_, comm_, chunk ? &*chunk : nullptr, decoding, root());
+    if (!forward.ok()) return forward.status();
+    if (encoding) {
+      if (chunk) {
+        if (Status s = encoding->job->finish_chunk(); !s.ok()) return s;
+      }
+      ++encoding->chunk_steps;
+      for (const auto& [block, done, total] : encoding->blocks_encoded) {
+        SequenceEvent e = event(encoding->spec.id, Kind::kPhase1Progress);
+        e.block_index = block;
+        e.blocks_done = done;
+        e.blocks_total = total;
+        events.push_back(e);
+      }
+      encoding->blocks_encoded.clear();
+    }
+    book_decoding(*forward, decoding, events);
+    return ok_status();
+  }
+
+  void book_decoding(const StepForward& forward, const std::vector<StepSequence*>& decoding,
+                     std::vector<SequenceEvent>& events) {
+    if (decoding.empty()) return;
+    const auto now = Clock::now();
+    int64_t all_rows = 0;
+    for (const StepSequence* s : decoding) all_rows += static_cast<int64_t>(s->pending.size());
+    const int64_t vocab = model_.config().vocab_size;
+    for (size_t i = 0; i < decoding.size(); ++i) {
+      StepSequence& s = *decoding[i];
+      const auto rows = static_cast<int64_t>(s.pending.size());
+      const double share = static_cast<double>(rows) / static_cast<double>(all_rows);
+      s.stats.floats_sent += static_cast<int64_t>(static_cast<double>(forward.batched->floats_sent()) * share);
+      s.stats.skip_softmax_tiles += forward.batched->slot_tiles(i);
+      if (!s.first_rows) s.stats.decode_gather_merge_seconds += forward.batched->gather_merge_seconds() * share;
+      s.next_position += rows;
+      s.pending.clear();
+      if (s.first_rows) {
+        s.first_token_at = now;
+        s.stats.first_token_seconds = seconds_between(s.decode_started, now);
+      }
+      s.stats.decode_seconds = seconds_between(s.first_token_at, now);
+      const bool query_logits = s.first_rows && s.spec.generation.return_query_logits;
+      s.first_rows = false;
+      if (!root()) continue;
+
+      const float* first = forward.logits.data() + forward.logit_first[i] * vocab;
+      const int64_t count = forward.logit_count[i];
+      SequenceEvent token = event(s.spec.id, Kind::kToken);
+      if (query_logits) token.stats.query_logits.assign(first, first + count * vocab);
+      token.token = s.sampler->sample(std::span<const float>(first + (count - 1) * vocab, static_cast<size_t>(vocab)));
+      token.is_stop = s.is_stop(token.token);
+      events.push_back(token);
+      if (s.ends_with(token.token, s.generated + 1)) {
+        SequenceEvent done = event(s.spec.id, Kind::kDone);
+        done.finish_reason = token.is_stop ? FinishReason::kStop : FinishReason::kLength;
+        done.stats = s.stats;
+        done.context = s.own_context.get();
+        events.push_back(std::move(done));
+      }
+    }
+  }
+
+  EngineModel& model_;
+  Communicator& comm_;
+  StepLimits limits_;
+  std::map<int64_t, std::unique_ptr<StepSequence>> sequences_;  // by id: every rank's forward order
+  std::vector<int64_t> encoding_order_;                         // sequences still encoding, oldest first
+  std::map<std::string, std::shared_ptr<EncodedContext>> kept_;
+  std::map<std::string, ContextView> borrowed_;
+  std::map<std::string, std::unique_ptr<EncodedContext>> awaiting_keep_;  // encoded last step
+};
+
+StepEngine::StepEngine(const RuntimeModel& model, Communicator& comm, StepLimits limits)
+    : StepEngine(*model.engine, comm, limits) {}
+StepEngine::StepEngine(EngineModel& model, Communicator& comm, StepLimits limits)
+    : impl_(std::make_unique<Impl>(model, comm, limits)) {}
+StepEngine::~StepEngine() = default;
+
+Result<std::vector<SequenceEvent>> StepEngine::step(const StepMessage& message) { return impl_->step(message); }
+bool StepEngine::idle() const { return impl_->idle(); }
+int64_t StepEngine::running() const { return impl_->running(); }
+const SequenceStats* StepEngine::stats(int64_t id) const { return impl_->stats(id); }
+const EncodedContext* StepEngine::context(const std::string& id) const { return impl_->context(id); }
+Result<std::unique_ptr<EncodedContext>> StepEngine::take_context(const std::string& id) {
+  return impl_->take_context(id);
+}
+Status StepEngine::borrow_context(const std::string& id, const ShardLayout& layout, const KvShard& shard) {
+  return impl_->borrow_context(id, layout, shard);
+}
+
+}  // namespace star

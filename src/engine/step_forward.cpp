@@ -1,0 +1,68 @@
+#include "star/engine/step_forward.h"
+
+#include <numeric>
+
+namespace star {
+
+Result<StepForward> run_step_forward(EngineModel& model, Communicator& comm, const Phase1Chunk* chunk,
+                                     const std::vector<StepSequence*>& decoding, bool with_logits) {
+  StepForward out;
+  std::vector<int32_t> tokens, positions;
+  std::vector<int64_t> logit_rows;
+  std::vector<RowPart> parts;
+  if (chunk) {
+    tokens.assign(chunk->tokens.begin(), chunk->tokens.end());
+    positions.assign(chunk->positions.begin(), chunk->positions.end());
+    parts.push_back({chunk->attention, static_cast<int64_t>(chunk->tokens.size())});
+  }
+
+  if (!decoding.empty()) {
+    std::vector<QuerySlot> slots;
+    int64_t phase2_rows = 0;
+    for (StepSequence* s : decoding) {
+      const auto rows = static_cast<int64_t>(s->pending.size());
+      const int64_t first_row = static_cast<int64_t>(tokens.size());
+      tokens.insert(tokens.end(), s->pending.begin(), s->pending.end());
+      for (int64_t i = 0; i < rows; ++i) positions.push_back(static_cast<int32_t>(s->next_position + i));
+      const SkipSoftmaxConfig& skip = s->context.layout.skip_softmax;
+      slots.push_back({.context = s->context.shard,
+                       .own = s->own.get(),
+                       .window = s->context.layout.window,
+                       .skip_softmax_scale_factor = s->first_rows ? skip.prefill_scale_factor : skip.decode_scale_factor,
+                       .rows = rows});
+      phase2_rows += rows;
+      if (!with_logits) continue;
+      const bool all_rows = s->first_rows && s->spec.generation.return_query_logits;
+      const int64_t count = all_rows ? rows : 1;
+      out.logit_first.push_back(static_cast<int64_t>(logit_rows.size()));
+      out.logit_count.push_back(count);
+      for (int64_t i = rows - count; i < rows; ++i) logit_rows.push_back(first_row + i);
+    }
+    Result<std::unique_ptr<BatchedQueryAttention>> batched = model.batched_query(comm, std::move(slots));
+    if (!batched.ok()) return batched.status();
+    out.batched = std::move(*batched);
+    parts.push_back({out.batched.get(), phase2_rows});
+  }
+  if (parts.empty()) return out;
+  if (decoding.empty()) {
+    // A chunk alone needs no logits.
+    Result<std::vector<float>> none = model.forward(tokens, positions, *chunk->attention, 0);
+    if (!none.ok()) return none.status();
+    return out;
+  }
+
+  std::unique_ptr<EngineAttention> split;
+  EngineAttention* attention = parts.front().attention;
+  if (parts.size() > 1) {
+    Result<std::unique_ptr<EngineAttention>> fused = model.row_split(std::move(parts));
+    if (!fused.ok()) return fused.status();
+    split = std::move(*fused);
+    attention = split.get();
+  }
+  Result<std::vector<float>> logits = model.forward_rows(tokens, positions, *attention, logit_rows);
+  if (!logits.ok()) return logits.status();
+  out.logits = std::move(*logits);
+  return out;
+}
+
+}  // namespace star
