@@ -20,17 +20,27 @@ Status WorkQueue::push(std::shared_ptr<Job> job) {
   return ok_status();
 }
 
-std::shared_ptr<Job> WorkQueue::pop() {
+bool WorkQueue::wait_for_work() {
   std::unique_lock lock(mutex_);
   ready_.wait(lock, [&] { return !jobs_.empty() || closed_; });
-  if (jobs_.empty()) return nullptr;
-  std::shared_ptr<Job> job = std::move(jobs_.front());
-  jobs_.pop_front();
+  return !jobs_.empty();
+}
+
+std::vector<std::shared_ptr<Job>> WorkQueue::waiting() const {
+  std::lock_guard lock(mutex_);
+  return {jobs_.begin(), jobs_.end()};
+}
+
+bool WorkQueue::take(const std::shared_ptr<Job>& job) {
+  std::lock_guard lock(mutex_);
+  auto it = std::find(jobs_.begin(), jobs_.end(), job);
+  if (it == jobs_.end()) return false;
   if (!std::holds_alternative<ReleaseWork>(job->work)) {
     --requests_;
     ++running_;
   }
-  return job;
+  jobs_.erase(it);
+  return true;
 }
 
 void WorkQueue::ended() {

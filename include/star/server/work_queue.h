@@ -57,18 +57,22 @@ class WorkQueue {
   // RESOURCE_EXHAUSTED when `capacity` jobs wait already (ReleaseWork is never refused for that),
   // UNAVAILABLE once closed.
   Status push(std::shared_ptr<Job> job);
-  // Waits for the next job; null once the queue is closed and empty. A request popped counts as
-  // running until ended() is called for it.
-  std::shared_ptr<Job> pop();
-  // The engine is done with a request it popped (whatever the outcome).
+  // Waits until a job is queued (true) or the queue is closed and empty (false).
+  bool wait_for_work();
+  // The queued jobs, first in first out (the engine decides which to take).
+  std::vector<std::shared_ptr<Job>> waiting() const;
+  // Takes a queued job out for the engine; false when it is no longer queued (its handler took it
+  // out). A request taken counts as running until ended() is called for it.
+  bool take(const std::shared_ptr<Job>& job);
+  // The engine is done with a request it took (whatever the outcome).
   void ended();
   // Takes a job out before the engine got to it; false when it is no longer queued.
   bool remove(const std::shared_ptr<Job>& job);
-  // Refuses new jobs from now on; the queued ones still come out of pop().
+  // Refuses new jobs from now on; the queued ones can still be taken.
   void close();
 
   size_t size() const;  // requests waiting
-  size_t running() const;  // requests popped and not ended
+  size_t running() const;  // requests taken and not ended
   size_t capacity() const { return capacity_; }
 
  private:

@@ -34,7 +34,7 @@
 #include "star/dist/mpi_session.h"
 #include "star/engine/runtime_model.h"
 #include "star/server/mpi_doorbell.h"
-#include "star/server/rank_engine.h"
+#include "star/engine/step_engine.h"
 #include "star/server/rank_monitor.h"
 #include "star/server/shutdown_signal.h"
 #include "star/server/star_server.h"
@@ -123,6 +123,11 @@ std::chrono::milliseconds rank_timeout(const Options& o) {
   return std::chrono::milliseconds(static_cast<int64_t>(o.rank_timeout_seconds * 1000));
 }
 
+// Every rank parses the same flags, so every rank's engine chunks Phase 1 alike.
+StepLimits step_limits(const Options& o) {
+  return {.max_num_batched_tokens = o.server.scheduler.max_num_batched_tokens};
+}
+
 int serve_rank0(const Options& o, Communicator& comm, MpiDoorbell& doorbell) {
   Result<std::vector<int32_t>> pids = all_pids(comm);
   if (!pids.ok()) return 1;
@@ -157,8 +162,8 @@ int serve_rank0(const Options& o, Communicator& comm, MpiDoorbell& doorbell) {
     spdlog::error("{}", monitor.status().to_string());
     return 1;
   }
-  RankEngine engine(*model, comm);
-  Status served = s.serve(engine, [&doorbell] { return doorbell.ring(); });
+  StepEngine engine(*model, comm, step_limits(o));
+  Status served = s.serve(*model, engine, comm, [&doorbell] { return doorbell.ring(); });
   if (!served.ok()) abort_all_ranks(served);
   monitor->reset();  // the workers said goodbye; nothing is left to watch
   server->reset();  // gRPC stops while the model its handlers read is still there
@@ -188,8 +193,8 @@ int serve_worker(const Options& o, Communicator& comm, MpiDoorbell& doorbell) {
   };
   Result<std::unique_ptr<RankHeartbeat>> heartbeat = RankHeartbeat::start(comm, on_rank0_lost);
   if (!heartbeat.ok()) return 1;
-  RankEngine engine(*model, comm);
-  if (Status s = run_worker_loop(engine, [&doorbell] { return doorbell.wait(); }); !s.ok()) abort_all_ranks(s);
+  StepEngine engine(*model, comm, step_limits(o));
+  if (Status s = run_worker_loop(engine, comm, [&doorbell] { return doorbell.wait(); }); !s.ok()) abort_all_ranks(s);
   (*heartbeat)->say_goodbye();
   return 0;
 }
