@@ -218,7 +218,7 @@ grpc::Status StarService::run_job(grpc::ServerContext& context, const std::share
       emit(event);
       return final_status(event, reason);
     }
-    // Nobody is left to read the rest; the engine stops at its next token all the same.
+    // Nobody is left to read the rest; the engine ends the sequence at its next step all the same.
     if (reason == CancelReason::kClient || reason == CancelReason::kDeadline) return cancelled_status(reason);
   }
 }

@@ -1,7 +1,7 @@
 // RequestChannel: one accepted request's line between the engine thread and its gRPC handler.
 // The engine pushes events (progress, sampled tokens, the end); the handler drains them and writes
 // them to the stream. The other way, the handler (or Abort, or shutdown) raises the cancel flag,
-// which the engine reads at the next token.
+// which the engine reads before its next step.
 #pragma once
 
 #include <atomic>
