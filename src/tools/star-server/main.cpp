@@ -235,19 +235,16 @@ int main(int argc, char** argv) {
   SchedulerLimits& batching = s.scheduler;
   app.add_option("--max-num-seqs", batching.max_num_seqs, "requests running at once; the others wait in the queue")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber)
       ->group("Batching");
   app.add_option("--max-num-batched-tokens", batching.max_num_batched_tokens,
                  "Phase 1 tokens per engine step, so that running answers keep streaming while a long context is "
                  "encoded (0: a whole block per step)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber)
       ->group("Batching");
   app.add_option("--kv-cache-bytes", batching.kv_cache_bytes,
                  "KV bytes per rank that running requests may reserve (inline context shards, query and max_tokens "
                  "room); kept contexts count against --context-cache-bytes instead (0: no limit)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber)
       ->group("Batching");
   app.add_option("--context-reserve-tokens", s.context_reserve_tokens,
                  "default KV room for query and answer kept with each context")
@@ -330,6 +327,10 @@ int main(int argc, char** argv) {
     if (comm.rank() == 0) {
       spdlog::error("--max-tokens {} is above --max-tokens-limit {}", s.default_max_tokens, s.limits.max_tokens);
     }
+    return 2;
+  }
+  if (star::Status limits = check_scheduler_limits(s.scheduler); !limits.ok()) {
+    if (comm.rank() == 0) spdlog::error("{}", limits.message());
     return 2;
   }
   s.shutdown_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_timeout_seconds * 1000));
