@@ -81,6 +81,65 @@ TEST_F(CudaEngine, AnEncodedContextAnswersManyQueriesOnTheDevice) {
   EXPECT_EQ(first->tokens, again->tokens);
 }
 
+// Two steps of a fused forward (a Phase 1 chunk's rows, then three sequences' Phase 2 rows) on an
+// engine: the logits of each part's last row, step after step.
+std::vector<float> fused_steps(EngineModel& engine, Communicator& comm) {
+  const int64_t vocab = engine.config().vocab_size;
+  auto ids = [&](int64_t n, int salt) {
+    std::vector<int32_t> t(n);
+    for (int64_t i = 0; i < n; ++i) t[i] = static_cast<int32_t>((i * 7919 + 131 * salt + 7) % vocab);
+    return t;
+  };
+  auto from = [](int64_t first, int64_t n) {
+    std::vector<int32_t> p(n);
+    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int32_t>(first + i);
+    return p;
+  };
+  const std::vector<int64_t> context_lengths{60, 9, 33}, query_lengths{4, 1, 3};
+  std::vector<std::unique_ptr<KvShard>> contexts, owns;
+  for (size_t i = 0; i < context_lengths.size(); ++i) {
+    contexts.push_back(engine.new_shard(context_lengths[i]).value());
+    owns.push_back(engine.new_shard(8).value());
+    auto causal = engine.local_causal(*contexts.back());
+    EXPECT_TRUE(causal.ok());
+    EXPECT_TRUE(engine.forward(ids(context_lengths[i], static_cast<int>(i)), from(0, context_lengths[i]), **causal, 0)
+                    .ok());
+  }
+  auto chunk_shard = engine.new_shard(8).value();
+  std::vector<float> logits;
+  int64_t chunk_done = 0;
+  std::vector<int64_t> next(context_lengths);
+  for (int step = 0; step < 2; ++step) {
+    std::vector<QuerySlot> slots;
+    std::vector<int32_t> tokens = ids(4, 40 + step), positions = from(chunk_done, 4);
+    std::vector<int64_t> last_rows{3};
+    for (size_t i = 0; i < contexts.size(); ++i) {
+      const int64_t rows = step == 0 ? query_lengths[i] : 1;
+      slots.push_back({contexts[i].get(), owns[i].get(), {}, 0.0, rows});
+      const auto t = ids(rows, 10 + static_cast<int>(i) + step), p = from(next[i], rows);
+      tokens.insert(tokens.end(), t.begin(), t.end());
+      positions.insert(positions.end(), p.begin(), p.end());
+      last_rows.push_back(static_cast<int64_t>(tokens.size()) - 1);
+      next[i] += rows;
+    }
+    auto chunk = engine.local_causal(*chunk_shard);
+    auto batched = engine.batched_query(comm, slots);
+    EXPECT_TRUE(chunk.ok() && batched.ok());
+    auto split = engine.row_split({RowPart{chunk->get(), 4}, RowPart{batched->get(), static_cast<int64_t>(tokens.size()) - 4}});
+    EXPECT_TRUE(split.ok()) << split.status().to_string();
+    auto out = engine.forward_rows(tokens, positions, **split, last_rows);
+    EXPECT_TRUE(out.ok()) << out.status().to_string();
+    if (out.ok()) logits.insert(logits.end(), out->begin(), out->end());
+    chunk_done += 4;
+  }
+  return logits;
+}
+
+TEST_F(CudaEngine, AFusedBatchedForwardAgreesWithTheCpuEngine) {
+  const std::vector<float> cpu = fused_steps(*cpu_.engine, self_), gpu = fused_steps(*gpu_.engine, self_);
+  testing::expect_logits_close(gpu, cpu, "chunk and batched Phase 2 rows");
+}
+
 TEST_F(CudaEngine, RingIsRefusedOnEveryRankBeforeAnyWork) {
   InferenceRequest r = request("ring");
   r.attention.block_size = 150;

@@ -1,7 +1,7 @@
 // Batched Phase 2 on one rank, through the engine: many sequences in one forward answer as each
-// alone (within float rounding: the CPU matmuls take another path for more rows, so a fused
-// forward's projections round differently; the attention itself is row-independent, bit for bit,
-// see batched_attention_test.cpp), one slot answers as today's sharded_query with the query appended to the shard (within float
+// alone (float32 weights: within rounding, as BLAS takes another path for more rows; BF16 weights
+// and at most kRowDotMaxRows rows: bit for bit; the attention itself is row-independent, bit for
+// bit, see batched_attention_test.cpp), one slot answers as today's sharded_query with the query appended to the shard (within float
 // rounding: the own-token split changes the summation order), forward_rows returns the rows of a
 // full forward, and a row split runs its parts as separate forwards would.
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 #include <numeric>
 #include <vector>
 
+#include "star/backend/cpu/matmul.h"
 #include "star/dist/self_communicator.h"
 #include "star/engine/cpu_engine_model.h"
 #include "star/engine/inference.h"
@@ -21,11 +22,12 @@
 namespace star {
 namespace {
 
-RuntimeModel tiny_model() {
+RuntimeModel tiny_model(DType dtype = DType::kF32) {
   testing::TempDir dir;
   SyntheticModelSpec spec;
   spec.config = *synthetic_preset("tiny");
   spec.seed = 11;
+  spec.dtype = dtype;
   if (Status s = write_synthetic_model(spec, dir.path()); !s.ok()) ADD_FAILURE() << s.to_string();
   Result<RuntimeModel> model = open_model(dir.path());
   if (!model.ok()) ADD_FAILURE() << model.status().to_string();
@@ -73,7 +75,8 @@ struct Sequence {
 
 class BatchedQuery : public ::testing::Test {
  protected:
-  void SetUp() override { model_ = tiny_model(); }
+  void SetUp() override { model_ = tiny_model(dtype()); }
+  virtual DType dtype() const { return DType::kF32; }
   EngineModel& engine() { return *model_.engine; }
   int64_t vocab() { return engine().config().vocab_size; }
 
@@ -178,6 +181,37 @@ TEST_F(BatchedQuery, ManySequencesInOneForwardAnswerAsEachAlone) {
   EXPECT_GT(batched_tiles[1].visited + batched_tiles[3].visited, 0);
   EXPECT_EQ(batched_tiles[0], SkipSoftmaxTiles{});
   EXPECT_EQ(batched_tiles[2], SkipSoftmaxTiles{});
+}
+
+// BF16 weights and at most kRowDotMaxRows rows: every projection runs the per-row dot kernels,
+// whatever the row count, so the fused forward is bit for bit each sequence's own.
+class BatchedQueryRowDots : public BatchedQuery {
+ protected:
+  DType dtype() const override { return DType::kBF16; }
+};
+
+TEST_F(BatchedQueryRowDots, ManySequencesInOneForwardAnswerAsEachAloneBitForBit) {
+  constexpr int kSteps = 3;
+  std::vector<Sequence> together = mixed_sequences(), alone = mixed_sequences();
+  int64_t query_rows = 0;
+  for (const Sequence& s : together) query_rows += s.query_len;
+  ASSERT_LE(query_rows, cpu::kRowDotMaxRows);
+  std::vector<Sequence*> all;
+  for (size_t i = 0; i < together.size(); ++i) {
+    encode(together[i]);
+    encode(alone[i]);
+    all.push_back(&together[i]);
+  }
+  std::vector<SkipSoftmaxTiles> batched_tiles;
+  const auto batched = run_batched(all, kSteps, &batched_tiles);
+  for (size_t i = 0; i < alone.size(); ++i) {
+    std::vector<SkipSoftmaxTiles> own_tiles;
+    const auto single = run_batched({&alone[i]}, kSteps, &own_tiles);
+    for (int step = 0; step < kSteps; ++step) {
+      EXPECT_EQ(batched[step][i], single[step][0]) << "sequence " << i << " step " << step;
+    }
+    EXPECT_EQ(batched_tiles[i], own_tiles[0]) << "sequence " << i;
+  }
 }
 
 // Today's path: the query host appends the query and answer to (a copy of) the context shard.

@@ -61,7 +61,8 @@ struct QuerySlot {
 };
 
 // Phase 2 of many sequences in one forward: per layer one all-gather carries every slot's
-// (out, lse). skip_softmax_tiles() is the sum over slots; set_skip_softmax does nothing (each
+// (out, lse). Its slots fix the rows, so a step makes a new one. Tiles are counted for the slots
+// whose S > 0; skip_softmax_tiles() is the sum over slots; set_skip_softmax does nothing (each
 // slot carries its own S).
 class BatchedQueryAttention : public EngineAttention {
  public:
