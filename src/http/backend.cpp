@@ -136,7 +136,7 @@ std::optional<QueueState> Backend::queue_state() {
   auto context = call(std::chrono::seconds(2));
   v1::ServerInfo info;
   if (!star_->GetServerInfo(context.get(), {}, &info).ok()) return std::nullopt;
-  return QueueState{info.active_requests() - info.queued_requests(), info.queued_requests()};
+  return QueueState{info.running_requests(), info.queued_requests()};
 }
 
 std::optional<int64_t> Backend::context_tokens(const std::string& context_id) {

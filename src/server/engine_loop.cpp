@@ -1,7 +1,8 @@
 #include "star/server/engine_loop.h"
 
-#include <algorithm>
 #include <chrono>
+#include <optional>
+#include <variant>
 
 #include <spdlog/spdlog.h>
 
@@ -13,18 +14,24 @@ double seconds_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
 }
 
-// Rank 0's Phase 1 progress, as the channel carries it.
-BlockProgress progress_to(RequestChannel& channel, int context_blocks) {
-  return [&channel, context_blocks](int, int done, int total) {
-    channel.push(Phase1Progress{done, total, context_blocks});
-  };
-}
-
 // What a request learns when the ranks fail under it (a collective failed): the server is going
 // away, so UNAVAILABLE (retry elsewhere or later), not a fault of the request.
 Status ranks_failed(const Status& s) {
   if (s.code() != StatusCode::kInternal) return s;
   return unavailable("the ranks failed during the request: " + s.message());
+}
+
+const std::vector<int64_t>& kv_rank_bytes(const Job& job) {
+  if (const auto* work = std::get_if<GenerateWork>(&job.work)) return work->kv_rank_bytes;
+  return std::get<CreateContextWork>(job.work).kv_rank_bytes;
+}
+
+// The engine's timings of a sequence, as the summary reports them.
+void add_timings(const SequenceStats& stats, GenerateSummary& summary) {
+  summary.phase1_seconds = stats.phase1_seconds;
+  summary.first_token_seconds = stats.phase1_seconds + stats.first_token_seconds;
+  summary.decode_seconds = stats.decode_seconds;
+  summary.phase2_skip_softmax_tiles = stats.skip_softmax_tiles;
 }
 
 }  // namespace
@@ -41,73 +48,147 @@ ChannelEvent cancelled_before_start(const Job& job) {
   return Status(StatusCode::kCancelled, "cancelled before Phase 1 started");
 }
 
-EngineLoop::EngineLoop(RankEngine& rank, WorkQueue& queue, ContextRegistry& registry,
-                       std::function<Status()> wake_workers)
-    : rank_(rank), queue_(queue), registry_(registry), wake_workers_(std::move(wake_workers)) {}
+EngineLoop::EngineLoop(StepEngine& engine, Communicator& comm, WorkQueue& queue, ContextRegistry& registry,
+                       const SchedulerLimits& limits, std::function<Status()> wake_workers)
+    : engine_(engine),
+      comm_(comm),
+      queue_(queue),
+      registry_(registry),
+      scheduler_(limits, comm.size()),
+      wake_workers_(std::move(wake_workers)) {}
 
-Status EngineLoop::send(const EngineCommand& command) {
+Status EngineLoop::run() {
+  for (;;) {
+    const bool idle = engine_.idle() && running_.empty() && next_.sampled.empty() && next_.keep.empty();
+    // An idle engine sleeps until a request (or a release) arrives; false: closed and drained.
+    if (idle && !queue_.wait_for_work()) break;
+    StepMessage message = std::move(next_);
+    next_ = {};
+    finish_cancelled(message);
+    admit(message);
+    message.release = registry_.take_released();
+    if (idle && wake_workers_) {
+      if (Status s = wake_workers_(); !s.ok()) return s;
+    }
+    Result<StepMessage> sent = exchange_step(comm_, message);
+    if (!sent.ok()) return fail_running(sent.status());
+    // The ranks keep them from this message on: sessions on them may come.
+    for (auto& [channel, id] : created_) channel->push(ContextCreated{id});
+    created_.clear();
+    Result<std::vector<SequenceEvent>> events = engine_.step(*sent);
+    if (!events.ok()) return fail_running(events.status());
+    deliver(*events);
+  }
+  StepMessage shutdown;
+  shutdown.shutdown = true;
   if (wake_workers_) {
     if (Status s = wake_workers_(); !s.ok()) return s;
   }
-  if (Status s = send_command(rank_.comm(), command); !s.ok()) return s;
-  rank_.release(command.release);
-  return ok_status();
+  return exchange_step(comm_, shutdown).status();
 }
 
-Status EngineLoop::run() {
-  while (std::shared_ptr<Job> job = queue_.pop()) {
-    Status s = std::visit(
-        [&](auto& work) -> Status {
-          using W = std::decay_t<decltype(work)>;
-          if constexpr (std::is_same_v<W, GenerateWork>) return run_generate(*job, work);
-          if constexpr (std::is_same_v<W, CreateContextWork>) return run_create_context(*job, work);
-          if constexpr (std::is_same_v<W, ReleaseWork>) return run_release();
-        },
-        job->work);
-    if (!s.ok()) {
-      spdlog::error("engine: {}; stopping", s.to_string());
-      return s;
+Status EngineLoop::fail_running(const Status& why) {
+  spdlog::error("engine: {}; stopping", why.to_string());
+  for (auto& [id, sequence] : running_) sequence.job->channel->push(ranks_failed(why));
+  return why;
+}
+
+void EngineLoop::end(int64_t id) {
+  scheduler_.finish(id);
+  running_.erase(id);
+  queue_.ended();
+}
+
+void EngineLoop::finish_cancelled(StepMessage& message) {
+  std::vector<int64_t> cancelled;
+  for (auto& [id, sequence] : running_) {
+    if (sequence.job->channel->cancelled()) cancelled.push_back(id);
+  }
+  for (int64_t id : cancelled) {
+    Sequence& sequence = running_.at(id);
+    message.finished.push_back(id);
+    // Its last token needs no forward now.
+    std::erase_if(message.sampled, [id](const auto& sampled) { return sampled.first == id; });
+    if (sequence.keep_as.empty()) {
+      sequence.summary.finish_reason = FinishReason::kCancelled;
+      if (const SequenceStats* stats = engine_.stats(id)) add_timings(*stats, sequence.summary);
+      sequence.job->channel->push(std::move(sequence.summary));
+    } else {
+      sequence.job->channel->push(Status(StatusCode::kCancelled, "cancelled during Phase 1; the context was not kept"));
     }
+    end(id);
   }
-  EngineCommand shutdown;
-  shutdown.op = EngineCommand::Op::kShutdown;
-  return send(shutdown);
 }
 
-Status EngineLoop::run_release() { return release_now(registry_.take_released()); }
-
-Status EngineLoop::release_now(std::vector<std::string> ids) {
-  if (ids.empty()) return ok_status();
-  EngineCommand command;
-  command.op = EngineCommand::Op::kRelease;
-  command.release = std::move(ids);
-  return send(command);
+void EngineLoop::admit(StepMessage& message) {
+  std::vector<std::shared_ptr<Job>> waiting;
+  std::vector<std::vector<int64_t>> needs;
+  for (std::shared_ptr<Job>& job : queue_.waiting()) {
+    // A release only wakes the engine: the released ids go with every message.
+    if (std::holds_alternative<ReleaseWork>(job->work)) {
+      queue_.take(job);
+      continue;
+    }
+    needs.push_back(kv_rank_bytes(*job));
+    waiting.push_back(std::move(job));
+  }
+  const std::vector<BatchScheduler::Verdict> verdicts = scheduler_.decide(needs);
+  for (size_t i = 0; i < waiting.size(); ++i) {
+    if (verdicts[i].kind == BatchScheduler::Verdict::Kind::kWait) continue;
+    // A handler may have taken its cancelled job out meanwhile.
+    if (!queue_.take(waiting[i])) continue;
+    Job& job = *waiting[i];
+    if (verdicts[i].kind == BatchScheduler::Verdict::Kind::kRefuse) {
+      job.channel->push(verdicts[i].refusal);
+      queue_.ended();
+      continue;
+    }
+    if (job.channel->cancelled()) {
+      job.channel->push(cancelled_before_start(job));
+      queue_.ended();
+      continue;
+    }
+    const int64_t id = next_id_++;
+    Sequence sequence;
+    sequence.job = waiting[i];
+    Result<SequenceSpec> spec = sequence_of(id, job, sequence);
+    if (!spec.ok()) {
+      job.channel->push(spec.status());
+      queue_.ended();
+      continue;
+    }
+    message.admitted.push_back(std::move(*spec));
+    scheduler_.start(id, needs[i]);
+    running_.emplace(id, std::move(sequence));
+  }
 }
 
-Status EngineLoop::run_generate(Job& job, GenerateWork& work) {
-  RequestChannel& channel = *job.channel;
-  if (channel.cancelled()) {
-    channel.push(cancelled_before_start(job));
-    return ok_status();
+Result<SequenceSpec> EngineLoop::sequence_of(int64_t id, Job& job, Sequence& sequence) {
+  SequenceSpec spec;
+  spec.id = id;
+  sequence.started = Clock::now();
+  if (auto* work = std::get_if<CreateContextWork>(&job.work)) {
+    sequence.keep_as = registry_.next_id();
+    sequence.context_ids = std::make_shared<const std::vector<int32_t>>(std::move(work->context_ids));
+    sequence.attention = work->attention;
+    sequence.context_blocks = work->context_blocks;
+    spec.context_ids = *sequence.context_ids;
+    spec.attention = work->attention;
+    spec.keep_as = sequence.keep_as;
+    return spec;
   }
-  GenerateSummary summary;
-  summary.queue_seconds = seconds_between(job.accepted, Clock::now());
+  auto& work = std::get<GenerateWork>(job.work);
+  GenerateSummary& summary = sequence.summary;
+  summary.queue_seconds = seconds_between(job.accepted, sequence.started);
   summary.prompt_tokens = static_cast<int64_t>(work.query_ids.size());
   summary.seed = work.generation.sampling.seed;
-
-  EngineCommand command;
-  command.op = EngineCommand::Op::kGenerate;
-  // Releases first: a context deleted from here on stays on the ranks until the next command.
-  command.release = registry_.take_released();
-  command.query_ids = std::move(work.query_ids);
-  command.generation = std::move(work.generation);
+  sequence.context_blocks = work.context_blocks;
   std::optional<ContextEntry> encoded;
   if (!work.context_id.empty()) {
     encoded = registry_.find(work.context_id);
     if (!encoded) {
-      channel.push(not_found("session.context_id: no context '" + work.context_id +
-                             "' (it was deleted or evicted before the request ran)"));
-      return release_now(std::move(command.release));
+      return not_found("session.context_id: no context '" + work.context_id +
+                       "' (it was deleted or evicted before the request ran)");
     }
   } else if (!work.context_ids.empty()) {
     if (std::optional<std::string> same = registry_.find_same(work.context_ids, work.attention)) {
@@ -115,98 +196,86 @@ Status EngineLoop::run_generate(Job& job, GenerateWork& work) {
     }
   }
   if (encoded) {
-    command.context_id = encoded->id;
+    spec.context_id = encoded->id;
     registry_.touch(encoded->id);
     summary.context_id = encoded->id;
     summary.cached_tokens = encoded->tokens();
     summary.prompt_tokens += encoded->tokens();
   } else {
     summary.prompt_tokens += static_cast<int64_t>(work.context_ids.size());
-    command.context_ids = std::move(work.context_ids);
-    command.attention = work.attention;
+    spec.context_ids = std::move(work.context_ids);
+    spec.attention = work.attention;
   }
-  if (Status s = send(command); !s.ok()) {
-    channel.push(ranks_failed(s));
-    return s;
-  }
-
-  // Stop token ids end the answer without being part of it: keep them out of the stream.
-  std::vector<int32_t> stop_ids = command.generation.stop_token_ids;
-  if (!command.generation.ignore_eos) {
-    const auto& eos = rank_.model().llama->config().eos_token_ids;
-    stop_ids.insert(stop_ids.end(), eos.begin(), eos.end());
-  }
-  TokenSink sink = [&](int32_t id, std::string_view text) {
-    GeneratedText piece;
-    if (std::find(stop_ids.begin(), stop_ids.end(), id) == stop_ids.end()) piece.token_ids.push_back(id);
-    piece.text = text;
-    channel.push(std::move(piece));
-    return !channel.cancelled();
-  };
-  Result<GenerateOutcome> outcome = rank_.generate(command, progress_to(channel, work.context_blocks), sink);
-  if (!outcome.ok()) {
-    channel.push(ranks_failed(outcome.status()));
-    return outcome.status().code() == StatusCode::kInternal ? outcome.status() : ok_status();
-  }
-  const GenerationResult& g = outcome->generation;
-  summary.finish_reason = g.finish_reason;
-  summary.completion_tokens = static_cast<int64_t>(g.tokens.size());
-  summary.phase1_seconds = outcome->phase1_seconds;
-  summary.first_token_seconds = outcome->phase1_seconds + g.first_token_seconds;
-  summary.decode_seconds = g.decode_seconds;
-  summary.phase1_skip_softmax_tiles = outcome->phase1_skip_softmax_tiles;
-  summary.phase2_skip_softmax_tiles = g.skip_softmax_tiles;
-  channel.push(std::move(summary));
-  return ok_status();
+  spec.query_ids = std::move(work.query_ids);
+  spec.generation = std::move(work.generation);
+  // The handler finds stop strings in the text it decodes (AnswerText) and cancels the request.
+  spec.generation.stop_strings.clear();
+  return spec;
 }
 
-Status EngineLoop::run_create_context(Job& job, CreateContextWork& work) {
-  RequestChannel& channel = *job.channel;
-  if (channel.cancelled()) {
-    channel.push(cancelled_before_start(job));
-    return ok_status();
-  }
-  EngineCommand command;
-  command.op = EngineCommand::Op::kCreateContext;
-  command.context_id = registry_.next_id();
-  command.attention = work.attention;
-  command.reserve_tokens = work.reserve_tokens;
-  auto context_ids = std::make_shared<const std::vector<int32_t>>(std::move(work.context_ids));
-  command.context_ids = *context_ids;
-  command.release = registry_.take_released();
-  if (Status s = send(command); !s.ok()) {
-    channel.push(ranks_failed(s));
-    return s;
-  }
-
-  const Clock::time_point started = Clock::now();
-  Status admitted;
-  AdmitPolicy admit = [&](const Result<EncodedContext>& encoded) {
-    AdmitDecision decision;
-    if (!encoded.ok()) return decision;
-    if (channel.cancelled()) {
-      // Nobody would learn its id: keeping it would only take room.
-      admitted = Status(StatusCode::kCancelled, "cancelled during Phase 1; the context was not kept");
-      return decision;
+void EngineLoop::deliver(const std::vector<SequenceEvent>& events) {
+  for (size_t i = 0; i < events.size(); ++i) {
+    const SequenceEvent& event = events[i];
+    auto it = running_.find(event.id);
+    if (it == running_.end()) continue;
+    Sequence& sequence = it->second;
+    RequestChannel& channel = *sequence.job->channel;
+    switch (event.kind) {
+      case SequenceEvent::Kind::kPhase1Progress:
+        channel.push(Phase1Progress{event.blocks_done, event.blocks_total, sequence.context_blocks});
+        break;
+      case SequenceEvent::Kind::kToken: {
+        next_.sampled.emplace_back(event.id, event.token);
+        SampledTokens tokens;
+        tokens.ids.push_back(event.token);
+        tokens.ends_with_stop_id = event.is_stop;
+        // The step's kDone for this sequence follows its last token.
+        tokens.ends_answer = i + 1 < events.size() && events[i + 1].id == event.id &&
+                             events[i + 1].kind == SequenceEvent::Kind::kDone;
+        ++sequence.summary.completion_tokens;
+        channel.push(std::move(tokens));
+        break;
+      }
+      case SequenceEvent::Kind::kDone: {
+        GenerateSummary& summary = sequence.summary;
+        summary.finish_reason = event.finish_reason;
+        add_timings(event.stats, summary);
+        if (event.context) summary.phase1_skip_softmax_tiles = event.context->phase1_skip_softmax_tiles;
+        channel.push(std::move(summary));
+        end(event.id);
+        break;
+      }
+      case SequenceEvent::Kind::kContextEncoded:
+        on_context_encoded(sequence, event);
+        end(event.id);
+        break;
+      case SequenceEvent::Kind::kFailed:
+        channel.push(event.error);
+        end(event.id);
+        break;
     }
-    ContextEntry entry;
-    entry.id = command.context_id;
-    entry.context_ids = context_ids;
-    entry.attention = command.attention;
-    entry.rank_bytes.assign(encoded->shard_bytes.begin(), encoded->shard_bytes.end());
-    entry.phase1_seconds = seconds_between(started, Clock::now());
-    admitted = registry_.admit(std::move(entry));
-    decision.keep = admitted.ok();
-    decision.release = registry_.take_released();
-    return decision;
-  };
-  Result<const EncodedContext*> kept = rank_.create_context(command, progress_to(channel, work.context_blocks), admit);
-  if (!kept.ok()) {
-    channel.push(admitted.ok() ? ranks_failed(kept.status()) : admitted);
-    return kept.status().code() == StatusCode::kInternal ? kept.status() : ok_status();
   }
-  channel.push(ContextCreated{command.context_id});
-  return ok_status();
+}
+
+void EngineLoop::on_context_encoded(Sequence& sequence, const SequenceEvent& event) {
+  RequestChannel& channel = *sequence.job->channel;
+  if (channel.cancelled()) {
+    // Nobody would learn its id: keeping it would only take room.
+    channel.push(Status(StatusCode::kCancelled, "cancelled during Phase 1; the context was not kept"));
+    return;
+  }
+  ContextEntry entry;
+  entry.id = sequence.keep_as;
+  entry.context_ids = sequence.context_ids;
+  entry.attention = sequence.attention;
+  if (event.context) entry.rank_bytes.assign(event.context->shard_bytes.begin(), event.context->shard_bytes.end());
+  entry.phase1_seconds = seconds_between(sequence.started, Clock::now());
+  if (Status admitted = registry_.admit(std::move(entry)); !admitted.ok()) {
+    channel.push(admitted);
+    return;
+  }
+  next_.keep.push_back(sequence.keep_as);
+  created_.emplace_back(sequence.job->channel, sequence.keep_as);
 }
 
 }  // namespace star::server

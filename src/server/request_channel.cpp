@@ -10,11 +10,12 @@ bool is_final(const ChannelEvent& event) {
 void RequestChannel::push(ChannelEvent event) {
   {
     std::lock_guard lock(mutex_);
-    auto* text = std::get_if<GeneratedText>(&event);
-    auto* pending = events_.empty() ? nullptr : std::get_if<GeneratedText>(&events_.back());
-    if (text && pending) {
-      pending->token_ids.insert(pending->token_ids.end(), text->token_ids.begin(), text->token_ids.end());
-      pending->text += text->text;
+    auto* tokens = std::get_if<SampledTokens>(&event);
+    auto* pending = events_.empty() ? nullptr : std::get_if<SampledTokens>(&events_.back());
+    if (tokens && pending && !pending->ends_answer) {
+      pending->ids.insert(pending->ids.end(), tokens->ids.begin(), tokens->ids.end());
+      pending->ends_answer = tokens->ends_answer;
+      pending->ends_with_stop_id = tokens->ends_with_stop_id;
     } else {
       events_.push_back(std::move(event));
     }

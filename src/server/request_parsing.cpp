@@ -5,6 +5,7 @@
 
 #include "star/attention/plan_builder.h"
 #include "star/engine/inference.h"
+#include "star/server/batch_scheduler.h"
 #include "star/server/proto_convert.h"
 
 namespace star::server {
@@ -135,6 +136,14 @@ std::vector<int64_t> context_rank_bytes(const BlockPlan& plan, int64_t kv_bytes_
   return bytes;
 }
 
+std::vector<int64_t> generate_rank_bytes(const BlockPlan& plan, bool context_kept, int64_t query_tokens,
+                                         int64_t max_tokens, int64_t kv_bytes_per_token) {
+  std::vector<int64_t> bytes = context_kept ? std::vector<int64_t>(plan.ranks.size(), 0)
+                                            : context_rank_bytes(plan, kv_bytes_per_token);
+  bytes[static_cast<size_t>(plan.query_host)] += (query_tokens + max_tokens) * kv_bytes_per_token;
+  return bytes;
+}
+
 Status check_token_ids(const char* field, std::span<const int32_t> ids, int64_t vocab_size) {
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= vocab_size) {
@@ -211,6 +220,16 @@ Result<GenerateWork> parse_generate_request(const v1::GenerateRequest& r, const 
         return s;
       }
       work.context_id = session.context_id();
+      // The context's plan says which rank hosts the query (a kept context needs no new shard).
+      Result<BlockPlan> plan = build_block_plan(*entry->context_ids, defaults.ranks, entry->attention);
+      if (!plan.ok()) return internal_error("context '" + entry->id + "' cannot be planned again: " + plan.status().message());
+      work.kv_rank_bytes = generate_rank_bytes(*plan, /*context_kept=*/true, static_cast<int64_t>(work.query_ids.size()),
+                                               work.generation.max_tokens, defaults.model.engine->kv_bytes_per_token());
+      if (Status s = check_fits_kv_cache((std::string(query_field) + ", max_tokens").c_str(), work.kv_rank_bytes,
+                                         defaults.scheduler);
+          !s.ok()) {
+        return s;
+      }
       return work;
     }
     case v1::GenerateRequest::INPUT_NOT_SET:
@@ -230,6 +249,13 @@ Result<GenerateWork> parse_generate_request(const v1::GenerateRequest& r, const 
   Result<BlockPlan> plan = check_plan(work.context_ids, work.attention, defaults.ranks, r.has_attention());
   if (!plan.ok()) return plan.status();
   work.context_blocks = static_cast<int>(plan->blocks.size());
+  work.kv_rank_bytes = generate_rank_bytes(*plan, /*context_kept=*/false, static_cast<int64_t>(work.query_ids.size()),
+                                           work.generation.max_tokens, defaults.model.engine->kv_bytes_per_token());
+  if (Status s = check_fits_kv_cache((std::string(prompt_field) + ", max_tokens").c_str(), work.kv_rank_bytes,
+                                     defaults.scheduler);
+      !s.ok()) {
+    return s;
+  }
   return work;
 }
 
@@ -276,6 +302,8 @@ Result<CreateContextWork> parse_create_context_request(const v1::CreateContextRe
                                 text_of(defaults.context_cache_bytes) + " bytes per rank (--context-cache-bytes)");
     }
   }
+  if (Status s = check_fits_kv_cache(input_field, rank_bytes, defaults.scheduler); !s.ok()) return s;
+  work.kv_rank_bytes = rank_bytes;
   return work;
 }
 

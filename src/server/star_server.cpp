@@ -56,6 +56,7 @@ StarServer::StarServer(const ServerOptions& options, int ranks)
       service_(options, ranks, queue_, contexts_) {}
 
 Result<std::unique_ptr<StarServer>> StarServer::start(const ServerOptions& options, int ranks) {
+  if (Status s = check_scheduler_limits(options.scheduler); !s.ok()) return s;
   Result<std::shared_ptr<grpc::ServerCredentials>> credentials = server_credentials(options);
   if (!credentials.ok()) return credentials.status();
   grpc::EnableDefaultHealthCheckService(true);
@@ -88,14 +89,15 @@ StarServer::~StarServer() {
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + kCallGrace);
 }
 
-Status StarServer::serve(RankEngine& rank, std::function<Status()> wake_workers) {
+Status StarServer::serve(const RuntimeModel& model, StepEngine& engine, Communicator& comm,
+                         std::function<Status()> wake_workers) {
   {
     std::lock_guard lock(state_mutex_);
-    service_.start_serving(rank.model());
+    service_.start_serving(model);
     if (!stopping_) server_->GetHealthCheckService()->SetServingStatus(true);
   }
-  spdlog::info("serving on port {} with {} ranks", port_, rank.comm().size());
-  EngineLoop loop(rank, queue_, contexts_, std::move(wake_workers));
+  spdlog::info("serving on port {} with {} ranks", port_, comm.size());
+  EngineLoop loop(engine, comm, queue_, contexts_, options_.scheduler, std::move(wake_workers));
   Status s = loop.run();
   if (!s.ok()) {
     fail("the engine stopped: " + s.to_string(), kCallGrace);

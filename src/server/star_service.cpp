@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "star/server/answer_text.h"
 #include "star/server/engine_loop.h"
 #include "star/server/proto_convert.h"
 #include "star/server/request_parsing.h"
@@ -32,6 +33,7 @@ grpc::Status cancelled_status(CancelReason reason) {
     case CancelReason::kShutdown:
       return {grpc::StatusCode::UNAVAILABLE, "the server is shutting down; the request was stopped at its shutdown timeout"};
     case CancelReason::kAbort:
+    case CancelReason::kStopString:
     case CancelReason::kNone: break;
   }
   return grpc::Status::OK;
@@ -56,7 +58,8 @@ bool cut_by_shutdown(const ChannelEvent& event, CancelReason reason) {
 // was cut for (a client cancel CANCELLED, the shutdown UNAVAILABLE), whichever event it ended on.
 grpc::Status final_status(const ChannelEvent& event, CancelReason reason) {
   if (const Status* error = std::get_if<Status>(&event)) {
-    if (cut_short(event) && reason != CancelReason::kNone && reason != CancelReason::kAbort) {
+    if (cut_short(event) && reason != CancelReason::kNone && reason != CancelReason::kAbort &&
+        reason != CancelReason::kStopString) {
       return cancelled_status(reason);
     }
     return to_grpc_status(*error);
@@ -170,7 +173,8 @@ RequestDefaults StarService::defaults() const {
           .max_tokens = options_.default_max_tokens,
           .reserve_tokens = options_.context_reserve_tokens,
           .limits = options_.limits,
-          .context_cache_bytes = options_.context_cache_bytes};
+          .context_cache_bytes = options_.context_cache_bytes,
+          .scheduler = options_.scheduler};
 }
 
 template <typename Emit>
@@ -214,7 +218,7 @@ grpc::Status StarService::run_job(grpc::ServerContext& context, const std::share
       emit(event);
       return final_status(event, reason);
     }
-    // Nobody is left to read the rest; the engine stops at its next token all the same.
+    // Nobody is left to read the rest; the engine ends the sequence at its next step all the same.
     if (reason == CancelReason::kClient || reason == CancelReason::kDeadline) return cancelled_status(reason);
   }
 }
@@ -232,6 +236,7 @@ grpc::Status StarService::Generate(grpc::ServerContext* context, const v1::Gener
   Result<GenerateWork> work = parse_generate_request(*request, defaults(), contexts_);
   if (!work.ok()) return to_grpc_status(work.status());
 
+  AnswerText answer(*model_.load(std::memory_order_acquire)->tokenizer, work->generation.stop_strings);
   auto job = std::make_shared<Job>();
   job->work = std::move(*work);
   job->channel = std::make_shared<RequestChannel>();
@@ -249,16 +254,20 @@ grpc::Status StarService::Generate(grpc::ServerContext* context, const v1::Gener
     response.set_request_id(job->request_id);
     if (const auto* p = std::get_if<Phase1Progress>(&event)) {
       fill_progress(*p, *response.mutable_progress());
-    } else if (const auto* t = std::get_if<GeneratedText>(&event)) {
+    } else if (const auto* t = std::get_if<SampledTokens>(&event)) {
+      GeneratedText text = answer.add(*t);
+      // The answer is complete: the engine only has to stop generating.
+      if (answer.stopped()) job->channel->cancel(CancelReason::kStopString);
+      if (text.token_ids.empty() && text.text.empty()) return true;
       v1::TokenChunk& chunk = *response.mutable_chunk();
-      chunk.mutable_token_ids()->Add(t->token_ids.begin(), t->token_ids.end());
-      chunk.set_text(t->text);
+      chunk.mutable_token_ids()->Add(text.token_ids.begin(), text.token_ids.end());
+      chunk.set_text(std::move(text.text));
     } else if (const auto* d = std::get_if<GenerateSummary>(&event)) {
       v1::GenerateDone& done = *response.mutable_done();
-      done.set_finish_reason(finish_reason_to_proto(d->finish_reason));
+      done.set_finish_reason(finish_reason_to_proto(answer.finish_reason(d->finish_reason)));
       done.mutable_usage()->set_prompt_tokens(d->prompt_tokens);
       done.mutable_usage()->set_cached_tokens(d->cached_tokens);
-      done.mutable_usage()->set_completion_tokens(d->completion_tokens);
+      done.mutable_usage()->set_completion_tokens(answer.completion_tokens());
       done.mutable_timings()->set_queue_seconds(d->queue_seconds);
       done.mutable_timings()->set_phase1_seconds(d->phase1_seconds);
       done.mutable_timings()->set_time_to_first_token_seconds(d->first_token_seconds);
@@ -389,6 +398,7 @@ grpc::Status StarService::GetServerInfo(grpc::ServerContext* context, const v1::
   response->set_queue_capacity(static_cast<int32_t>(queue_.capacity()));
   response->set_queued_requests(static_cast<int32_t>(queue_.size()));
   response->set_active_requests(active_.load());
+  response->set_running_requests(static_cast<int32_t>(queue_.running()));
   response->set_requests_served(finished_.load());
   response->set_cache_bytes_per_rank(contexts_.budget_bytes_per_rank());
   for (int64_t bytes : contexts_.rank_bytes_used()) response->add_rank_bytes_used(bytes);

@@ -20,14 +20,32 @@ Status WorkQueue::push(std::shared_ptr<Job> job) {
   return ok_status();
 }
 
-std::shared_ptr<Job> WorkQueue::pop() {
+bool WorkQueue::wait_for_work() {
   std::unique_lock lock(mutex_);
   ready_.wait(lock, [&] { return !jobs_.empty() || closed_; });
-  if (jobs_.empty()) return nullptr;
-  std::shared_ptr<Job> job = std::move(jobs_.front());
-  jobs_.pop_front();
-  if (!std::holds_alternative<ReleaseWork>(job->work)) --requests_;
-  return job;
+  return !jobs_.empty();
+}
+
+std::vector<std::shared_ptr<Job>> WorkQueue::waiting() const {
+  std::lock_guard lock(mutex_);
+  return {jobs_.begin(), jobs_.end()};
+}
+
+bool WorkQueue::take(const std::shared_ptr<Job>& job) {
+  std::lock_guard lock(mutex_);
+  auto it = std::find(jobs_.begin(), jobs_.end(), job);
+  if (it == jobs_.end()) return false;
+  if (!std::holds_alternative<ReleaseWork>(job->work)) {
+    --requests_;
+    ++running_;
+  }
+  jobs_.erase(it);
+  return true;
+}
+
+void WorkQueue::ended() {
+  std::lock_guard lock(mutex_);
+  --running_;
 }
 
 bool WorkQueue::remove(const std::shared_ptr<Job>& job) {
@@ -50,6 +68,11 @@ void WorkQueue::close() {
 size_t WorkQueue::size() const {
   std::lock_guard lock(mutex_);
   return requests_;
+}
+
+size_t WorkQueue::running() const {
+  std::lock_guard lock(mutex_);
+  return running_;
 }
 
 }  // namespace star::server

@@ -3,6 +3,7 @@
 // multi-rank behaviour is covered end to end by tests/cli/server.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <fstream>
 #include <iterator>
 #include <thread>
@@ -193,14 +194,65 @@ TEST_F(InProcessServer, ContextsAnswerLikeInlineRequestsAndAreReleasedOnEveryRan
 
   v1::CreateContextRequest second = create;
   second.set_text(context_text(3));
-  ASSERT_TRUE(star::testing::create_context(running.stub(), second).status.ok());
+  const star::testing::CreateContextStream kept = star::testing::create_context(running.stub(), second);
+  ASSERT_TRUE(kept.status.ok());
   v1::DeleteContextRequest drop;
   drop.set_context_id(id);
   v1::DeleteContextResponse dropped;
   grpc::ClientContext call;
   ASSERT_TRUE(running.stub().DeleteContext(&call, drop, &dropped).ok());
   ASSERT_TRUE(running.stop().ok());
-  EXPECT_EQ(running.engine().context_count(), 1u) << "the deleted context is gone from the rank, the other kept";
+  EXPECT_EQ(running.engine().context(id), nullptr) << "the deleted context is gone from the rank";
+  EXPECT_NE(running.engine().context(kept.context->context_id()), nullptr) << "the other is kept";
+}
+
+// Continuous batching: N queries on one encoded context asked at once all stream together (every
+// one has its first token before any has its last) and each answers exactly what it answers alone.
+TEST_F(InProcessServer, ConcurrentQueriesOnOneContextStreamTogetherAndAnswerAsAlone) {
+  constexpr int kQueries = 4;
+  constexpr int kMaxTokens = 48;
+  RunningServer running(model_dir(), {});
+  v1::CreateContextRequest create;
+  create.set_text(context_text(12));
+  const star::testing::CreateContextStream made = star::testing::create_context(running.stub(), create);
+  ASSERT_TRUE(made.status.ok()) << made.status.error_message();
+  const std::string id = made.context->context_id();
+  auto request = [&](int i) {
+    v1::GenerateRequest r = session_request(id, "Question " + std::to_string(i) + "?", kMaxTokens);
+    r.set_ignore_eos(true);
+    if (i % 2 == 1) {
+      r.mutable_sampling()->set_temperature(0.8f);
+      r.mutable_sampling()->set_seed(static_cast<uint64_t>(100 + i));
+    }
+    return r;
+  };
+  std::vector<GenerateStream> alone;
+  for (int i = 0; i < kQueries; ++i) {
+    alone.push_back(generate(running.stub(), request(i)));
+    ASSERT_TRUE(alone.back().status.ok()) << alone.back().status.error_message();
+    ASSERT_EQ(alone.back().token_ids.size(), static_cast<size_t>(kMaxTokens));
+  }
+
+  std::atomic<int> finished{0};
+  std::vector<int> finished_before_first(kQueries, -1);
+  std::vector<GenerateStream> together(kQueries);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kQueries; ++i) {
+    clients.emplace_back([&, i] {
+      together[i] = generate(running.stub(), request(i), {}, [&, i](const GenerateStream& so_far, grpc::ClientContext&) {
+        if (finished_before_first[i] < 0 && !so_far.token_ids.empty()) finished_before_first[i] = finished.load();
+      });
+      ++finished;
+    });
+  }
+  for (std::thread& client : clients) client.join();
+  for (int i = 0; i < kQueries; ++i) {
+    SCOPED_TRACE(i);
+    ASSERT_TRUE(together[i].status.ok()) << together[i].status.error_message();
+    EXPECT_EQ(finished_before_first[i], 0) << "its first token came after another answer had ended";
+    EXPECT_EQ(together[i].token_ids, alone[i].token_ids);
+    EXPECT_EQ(together[i].text, alone[i].text);
+  }
 }
 
 TEST_F(InProcessServer, ApiKeyGuardsEveryCallButHealth) {
@@ -266,6 +318,35 @@ TEST_F(InProcessServer, ShutdownLetsWorkFinishThenCancelsItAtTheTimeout) {
   EXPECT_EQ(s.status.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_FALSE(s.done.has_value()) << "a cut answer ends with the status alone";
   EXPECT_GE(waited, 0.2);
+  EXPECT_TRUE(running.stop().ok());
+}
+
+// GetServerInfo counts the requests the engine runs and those waiting for it: two long answers
+// asked at once are both counted (running or waiting) while one streams.
+TEST_F(InProcessServer, ServerInfoCountsRunningAndWaitingRequests) {
+  RunningServer running(model_dir(), {});
+  auto info = [&] {
+    grpc::ClientContext call;
+    v1::ServerInfo i;
+    EXPECT_TRUE(running.stub().GetServerInfo(&call, {}, &i).ok());
+    return i;
+  };
+  v1::GenerateRequest request = text_request("", "Keep going", 400);
+  request.set_ignore_eos(true);
+  std::atomic<bool> seen_both{false};
+  auto client = [&] {
+    generate(running.stub(), request, {}, [&](const GenerateStream&, grpc::ClientContext& context) {
+      const v1::ServerInfo i = info();
+      EXPECT_GE(i.running_requests(), 1);
+      if (i.running_requests() + i.queued_requests() == 2) seen_both = true;
+      // Once both were counted, the answers need not run to the end.
+      if (seen_both) context.TryCancel();
+    });
+  };
+  std::thread first(client), second(client);
+  first.join();
+  second.join();
+  EXPECT_TRUE(seen_both) << "both requests were counted at once";
   EXPECT_TRUE(running.stop().ok());
 }
 

@@ -191,6 +191,32 @@ TEST_F(Limits, ContextCacheBytesAreCheckedBeforePhase1) {
             "ids.ids: 101 context tokens exceed the server's limit of 100 (--max-context-tokens)");
 }
 
+// --kv-cache-bytes: a request reserves its inline context's shard and room for its query and
+// max_tokens answer tokens on the query host (one rank here: all of it on rank 0). At the budget it
+// is served; one token's room more is refused before it is queued, naming the fields and the flag.
+TEST_F(Limits, KvCacheBytesBoundWhatOneRequestReserves) {
+  const int64_t per_token = kv_bytes_per_token();
+  constexpr int64_t kContext = 10, kAnswer = 4;  // tokens_request has one query token
+  server::ServerOptions options = limited(per_token);
+  options.scheduler.kv_cache_bytes = (kContext + 1 + kAnswer) * per_token;
+  RunningServer running(model_dir(), options);
+
+  const GenerateStream at = generate(running.stub(), tokens_request(kContext, kAnswer));
+  EXPECT_TRUE(at.status.ok()) << at.status.error_message();
+  const GenerateStream past = generate(running.stub(), tokens_request(kContext, kAnswer + 1));
+  EXPECT_EQ(past.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(past.status.error_message(),
+            "tokens.context_ids, max_tokens: the request's KV needs " + std::to_string((kContext + 2 + kAnswer) * per_token) +
+                " bytes on rank 0, more than the " + std::to_string(options.scheduler.kv_cache_bytes) +
+                " bytes per rank that running requests may reserve (--kv-cache-bytes)");
+  EXPECT_TRUE(past.progress.empty()) << "refused before Phase 1";
+
+  const CreateContextStream context = create_context(running.stub(), context_request(kContext + 1 + kAnswer + 1));
+  EXPECT_EQ(context.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(context.status.error_message().rfind("ids.ids: the request's KV needs ", 0), 0u)
+      << context.status.error_message();
+}
+
 // With --kv-dtype bf16 a token's KV takes half the bytes, so the same context cache holds twice the
 // tokens: a context that the float32 accounting would refuse fits exactly.
 TEST_F(Limits, ContextCacheCountsTheStoredKvType) {

@@ -7,20 +7,22 @@
 namespace star::server {
 namespace {
 
-TEST(RequestChannel, ConsecutiveTextMergesIntoOneChunk) {
+TEST(RequestChannel, ConsecutiveTokensMergeUntilTheAnswerEnds) {
   RequestChannel c;
   c.push(Phase1Progress{1, 2, 4});
-  c.push(GeneratedText{{5}, "he"});
-  c.push(GeneratedText{{}, ""});
-  c.push(GeneratedText{{6, 7}, "llo"});
+  c.push(SampledTokens{{5}});
+  c.push(SampledTokens{{6, 7}, /*ends_answer=*/true, /*ends_with_stop_id=*/true});
+  c.push(SampledTokens{{8}});  // after the end: a chunk of its own, never merged into the ended answer
   c.push(GenerateSummary{});
   std::vector<ChannelEvent> events = c.wait(std::chrono::milliseconds(0));
-  ASSERT_EQ(events.size(), 3u);
+  ASSERT_EQ(events.size(), 4u);
   EXPECT_EQ(std::get<Phase1Progress>(events[0]).context_blocks, 4);
-  const auto& text = std::get<GeneratedText>(events[1]);
-  EXPECT_EQ(text.token_ids, (std::vector<int32_t>{5, 6, 7}));
-  EXPECT_EQ(text.text, "hello");
-  EXPECT_TRUE(is_final(events[2]));
+  const auto& merged = std::get<SampledTokens>(events[1]);
+  EXPECT_EQ(merged.ids, (std::vector<int32_t>{5, 6, 7}));
+  EXPECT_TRUE(merged.ends_answer);
+  EXPECT_TRUE(merged.ends_with_stop_id);
+  EXPECT_EQ(std::get<SampledTokens>(events[2]).ids, (std::vector<int32_t>{8}));
+  EXPECT_TRUE(is_final(events[3]));
   EXPECT_FALSE(is_final(events[1]));
   EXPECT_TRUE(c.wait(std::chrono::milliseconds(0)).empty()) << "events are taken once";
 }

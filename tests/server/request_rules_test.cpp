@@ -142,7 +142,9 @@ TEST_F(RequestRules, HealthKnowsTheServiceByName) {
 // it all end UNAVAILABLE ("shutting down"), with no final answer.
 TEST_F(RequestRules, RequestsCutByTheShutdownEndUnavailable) {
   server::ServerOptions options;
-  options.shutdown_timeout = std::chrono::milliseconds(300);
+  // Far shorter than the long answer takes, however fast the engine steps.
+  options.shutdown_timeout = std::chrono::milliseconds(50);
+  options.scheduler.max_num_seqs = 1;  // the later requests wait behind the long answer
   RunningServer running(model_dir(), options);
   std::atomic<bool> streaming{false};
   GenerateStream in_flight, queued;

@@ -21,12 +21,32 @@ std::shared_ptr<Job> release_job() {
   return job;
 }
 
-TEST(WorkQueue, FirstInFirstOut) {
+std::vector<std::string> ids(const std::vector<std::shared_ptr<Job>>& jobs) {
+  std::vector<std::string> out;
+  for (const auto& job : jobs) out.push_back(job->request_id);
+  return out;
+}
+
+TEST(WorkQueue, FirstInFirstOutAndTakenOnce) {
   WorkQueue q(4);
   for (const char* id : {"a", "b", "c"}) ASSERT_TRUE(q.push(request_job(id)).ok());
   EXPECT_EQ(q.size(), 3u);
-  for (const char* id : {"a", "b", "c"}) EXPECT_EQ(q.pop()->request_id, id);
-  EXPECT_EQ(q.size(), 0u);
+  std::vector<std::shared_ptr<Job>> waiting = q.waiting();
+  EXPECT_EQ(ids(waiting), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_TRUE(q.take(waiting[1]));
+  EXPECT_FALSE(q.take(waiting[1]));
+  EXPECT_EQ(ids(q.waiting()), (std::vector<std::string>{"a", "c"}));
+  EXPECT_EQ(q.size(), 2u);
+}
+
+TEST(WorkQueue, TakenRequestsRunUntilTheyEnd) {
+  WorkQueue q(4);
+  ASSERT_TRUE(q.push(request_job("a")).ok());
+  ASSERT_TRUE(q.push(release_job()).ok());
+  for (const auto& job : q.waiting()) EXPECT_TRUE(q.take(job));
+  EXPECT_EQ(q.running(), 1u) << "a release is no request";
+  q.ended();
+  EXPECT_EQ(q.running(), 0u);
 }
 
 TEST(WorkQueue, AFullQueueRefusesRequestsButNotReleases) {
@@ -38,8 +58,8 @@ TEST(WorkQueue, AFullQueueRefusesRequestsButNotReleases) {
   EXPECT_NE(full.message().find("queue is full (2 requests waiting)"), std::string::npos);
   EXPECT_TRUE(q.push(release_job()).ok());
   EXPECT_EQ(q.size(), 2u) << "releases do not count against the capacity";
-  q.pop();
-  EXPECT_TRUE(q.push(request_job("c")).ok()) << "room again after a pop";
+  q.take(q.waiting().front());
+  EXPECT_TRUE(q.push(request_job("c")).ok()) << "room again after a take";
 }
 
 TEST(WorkQueue, RemoveTakesOutOnlyQueuedJobs) {
@@ -49,7 +69,8 @@ TEST(WorkQueue, RemoveTakesOutOnlyQueuedJobs) {
   ASSERT_TRUE(q.push(b).ok());
   EXPECT_TRUE(q.remove(a));
   EXPECT_FALSE(q.remove(a));
-  EXPECT_EQ(q.pop(), b);
+  EXPECT_FALSE(q.take(a)) << "its handler took it out";
+  EXPECT_TRUE(q.take(b));
   EXPECT_FALSE(q.remove(b)) << "already taken by the engine";
 }
 
@@ -58,24 +79,25 @@ TEST(WorkQueue, CloseRefusesNewJobsAndDrainsTheRest) {
   ASSERT_TRUE(q.push(request_job("a")).ok());
   q.close();
   EXPECT_EQ(q.push(request_job("b")).code(), StatusCode::kUnavailable);
-  EXPECT_EQ(q.pop()->request_id, "a");
-  EXPECT_EQ(q.pop(), nullptr);
+  EXPECT_TRUE(q.wait_for_work());
+  EXPECT_TRUE(q.take(q.waiting().front()));
+  EXPECT_FALSE(q.wait_for_work());
 }
 
-TEST(WorkQueue, PopWaitsForAPushOrClose) {
+TEST(WorkQueue, WaitForWorkWaitsForAPushOrClose) {
   WorkQueue q(4);
-  std::shared_ptr<Job> popped;
-  std::thread engine([&] { popped = q.pop(); });
+  bool work = false;
+  std::thread engine([&] { work = q.wait_for_work(); });
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ASSERT_TRUE(q.push(request_job("late")).ok());
   engine.join();
-  ASSERT_NE(popped, nullptr);
-  EXPECT_EQ(popped->request_id, "late");
+  EXPECT_TRUE(work);
+  ASSERT_TRUE(q.take(q.waiting().front()));
 
-  std::thread idle([&] { popped = q.pop(); });
+  std::thread idle([&] { work = q.wait_for_work(); });
   q.close();
   idle.join();
-  EXPECT_EQ(popped, nullptr);
+  EXPECT_FALSE(work);
 }
 
 }  // namespace

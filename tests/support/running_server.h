@@ -13,7 +13,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "star/dist/self_communicator.h"
 #include "star/engine/runtime_model.h"
-#include "star/server/rank_engine.h"
+#include "star/engine/step_engine.h"
 #include "star/server/star_server.h"
 #include "star/v1/star.grpc.pb.h"
 
@@ -23,7 +23,6 @@ class RunningServer {
   using Health = grpc::health::v1::HealthCheckResponse;
   using ServerOptions = server::ServerOptions;
   using StarServer = server::StarServer;
-  using RankEngine = server::RankEngine;
 
  public:
   // credentials: how the test's client connects; with TLS, the certificate is for "localhost".
@@ -38,8 +37,9 @@ class RunningServer {
     Result<std::unique_ptr<StarServer>> s = StarServer::start(options, 1);
     EXPECT_TRUE(s.ok()) << s.status().to_string();
     server_ = std::move(*s);
-    engine_ = std::make_unique<RankEngine>(*model_, comm_);
-    engine_thread_ = std::thread([this] { served_ = server_->serve(*engine_, {}); });
+    engine_ = std::make_unique<StepEngine>(*model_, comm_,
+                                           StepLimits{.max_num_batched_tokens = options.scheduler.max_num_batched_tokens});
+    engine_thread_ = std::thread([this] { served_ = server_->serve(*model_, *engine_, comm_, {}); });
     grpc::ChannelArguments arguments;
     arguments.SetSslTargetNameOverride("localhost");
     channel_ = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(server_->port()), credentials, arguments);
@@ -68,14 +68,14 @@ class RunningServer {
 
   v1::StarService::Stub& stub() { return *stub_; }
   StarServer& server() { return *server_; }
-  const RankEngine& engine() const { return *engine_; }
+  const StepEngine& engine() const { return *engine_; }
   const RuntimeModel& model() const { return *model_; }
 
  private:
   SelfCommunicator comm_;
   std::unique_ptr<RuntimeModel> model_;
   std::unique_ptr<StarServer> server_;
-  std::unique_ptr<RankEngine> engine_;
+  std::unique_ptr<StepEngine> engine_;
   std::thread engine_thread_;
   Status served_;
   std::shared_ptr<grpc::Channel> channel_;

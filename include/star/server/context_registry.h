@@ -1,6 +1,6 @@
 // ContextRegistry: rank 0's book of the encoded contexts that every rank keeps (CreateContext).
-// It decides ids and evictions; the ranks hold the KV (RankEngine) and learn each decision from
-// the command rank 0 broadcasts, so every rank's set of contexts stays the same.
+// It decides ids and evictions; the ranks hold the KV (StepEngine) and learn each decision from
+// the step message rank 0 broadcasts (keep, release), so every rank's set of contexts stays the same.
 //
 // Budget: on every rank, the KV bytes of all kept contexts stay within `budget_bytes_per_rank`;
 // admitting a new context evicts the least recently used ones until it fits.
@@ -52,7 +52,7 @@ class ContextRegistry {
   Status admit(ContextEntry entry);
   // DeleteContext: forgets it now (later lookups fail) and queues it for release on the ranks.
   bool remove(const std::string& id);
-  // The forgotten ids the ranks still hold; the engine sends them with its next command.
+  // The forgotten ids the ranks still hold; the engine sends them with its next step message.
   std::vector<std::string> take_released();
 
   std::vector<ContextEntry> list() const;  // most recently used first

@@ -1,19 +1,27 @@
-// EngineLoop: rank 0's engine thread, the one thread of rank 0 that calls MPI. It takes jobs off
-// the queue, broadcasts each as an EngineCommand, runs it together with the worker ranks through
-// RankEngine, and feeds Phase 1 progress, tokens and the outcome to the job's channel.
-//
-// Jobs run one at a time, so one request's Phase 1 runs at a time. Batched Phase 2 fits here: take
-// several queued generate jobs whose contexts are encoded, broadcast them as one command and step
-// them together; the queue, channels and worker loop stay as they are.
+// EngineLoop: rank 0's engine thread, the one thread of rank 0 that calls MPI, and the scheduler
+// of continuous batching. Each step it
+//   - ends the sequences whose requests were cancelled (client, deadline, Abort, shutdown, or a
+//     stop string the handler found) and frees their reservations,
+//   - starts queued requests, front first, while BatchScheduler allows (--max-num-seqs, the
+//     per-rank --kv-cache-bytes budget),
+//   - broadcasts one StepMessage (with last step's sampled tokens, contexts to keep and release)
+//     and runs StepEngine::step with the worker ranks,
+//   - turns the step's events into channel events (progress, token ids, the end).
+// The worker ranks run run_worker_loop: the same steps, from the same messages.
 #pragma once
 
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "star/common/status.h"
+#include "star/dist/communicator.h"
+#include "star/engine/step_engine.h"
+#include "star/server/batch_scheduler.h"
 #include "star/server/context_registry.h"
-#include "star/server/rank_engine.h"
 #include "star/server/work_queue.h"
 
 namespace star::server {
@@ -24,25 +32,51 @@ ChannelEvent cancelled_before_start(const Job& job);
 
 class EngineLoop {
  public:
-  // wake_workers: called before each broadcast (MpiDoorbell::ring; may be empty).
-  EngineLoop(RankEngine& rank, WorkQueue& queue, ContextRegistry& registry, std::function<Status()> wake_workers);
+  // wake_workers: called before a step that follows an idle engine (MpiDoorbell::ring; may be
+  // empty), when the worker ranks may be asleep.
+  EngineLoop(StepEngine& engine, Communicator& comm, WorkQueue& queue, ContextRegistry& registry,
+             const SchedulerLimits& limits, std::function<Status()> wake_workers);
 
-  // Runs until the queue is closed and empty, then sends every rank the shutdown command.
-  // An error means the ranks can no longer agree (a broadcast failed).
+  // Runs until the queue is closed and every request ended, then sends every rank the shutdown
+  // message. An error means the ranks can no longer agree (a broadcast or a step failed).
   Status run();
 
  private:
-  Status send(const EngineCommand& command);
-  Status run_generate(Job& job, GenerateWork& work);
-  Status run_create_context(Job& job, CreateContextWork& work);
-  Status run_release();
-  // Sends a release command for these contexts, if there are any.
-  Status release_now(std::vector<std::string> ids);
+  // A request the engine runs.
+  struct Sequence {
+    std::shared_ptr<Job> job;
+    GenerateSummary summary;                                // Generate: filled as it runs
+    std::string keep_as;                                    // CreateContext: the id it gets
+    std::shared_ptr<const std::vector<int32_t>> context_ids;  // CreateContext
+    AttentionConfig attention;                              // CreateContext
+    int context_blocks = 0;
+    Clock::time_point started;
+  };
 
-  RankEngine& rank_;
+  // Cancelled sequences into message.finished; queued requests into message.admitted.
+  void finish_cancelled(StepMessage& message);
+  void admit(StepMessage& message);
+  // A queued request as the engine learns it, or the error its channel gets instead.
+  Result<SequenceSpec> sequence_of(int64_t id, Job& job, Sequence& sequence);
+  // The step's events into channel events; sampled tokens and keep decisions into next_.
+  void deliver(const std::vector<SequenceEvent>& events);
+  void on_context_encoded(Sequence& sequence, const SequenceEvent& event);
+  // The request ended: its reservation is free and the queue counts it no more.
+  void end(int64_t id);
+  // The ranks can no longer agree: every running request learns it; returns `why`.
+  Status fail_running(const Status& why);
+
+  StepEngine& engine_;
+  Communicator& comm_;
   WorkQueue& queue_;
   ContextRegistry& registry_;
+  BatchScheduler scheduler_;
   std::function<Status()> wake_workers_;
+  std::map<int64_t, Sequence> running_;
+  int64_t next_id_ = 1;
+  StepMessage next_;                          // what the next message carries from this step
+  // Contexts kept by next_: their requests learn the ids once it is sent.
+  std::vector<std::pair<std::shared_ptr<RequestChannel>, std::string>> created_;
 };
 
 }  // namespace star::server

@@ -1,7 +1,7 @@
 // MpiDoorbell: lets idle worker ranks sleep between requests. Open MPI's blocking calls poll the
-// network without pause, so a worker parked in the command broadcast would burn a core while the
-// server is idle. Instead rank 0 rings (a zero-byte message to every other rank) before each
-// command, and a worker waits for the ring with MPI_Iprobe and short sleeps.
+// network without pause, so a worker parked in the step broadcast would burn a core while the
+// server is idle. Instead rank 0 rings (a zero-byte message to every other rank) before the first
+// step after an idle engine, and an idle worker waits for the ring with MPI_Iprobe and short sleeps.
 // Its own communicator (a duplicate of MPI_COMM_WORLD) keeps the rings apart from engine traffic.
 #pragma once
 

@@ -1,7 +1,7 @@
 // RequestChannel: one accepted request's line between the engine thread and its gRPC handler.
-// The engine pushes events (progress, generated text, the end); the handler drains them and writes
+// The engine pushes events (progress, sampled tokens, the end); the handler drains them and writes
 // them to the stream. The other way, the handler (or Abort, or shutdown) raises the cancel flag,
-// which the engine reads at the next token.
+// which the engine reads before its next step.
 #pragma once
 
 #include <atomic>
@@ -25,10 +25,12 @@ struct Phase1Progress {
   int context_blocks = 0;  // over every rank
 };
 
-// Consecutive tokens; pushes merge into one chunk while the handler has not taken it yet.
-struct GeneratedText {
-  std::vector<int32_t> token_ids;
-  std::string text;
+// Tokens the engine chose, in order, as ids: the handler turns them into text (AnswerText). Pushes
+// merge while the handler has not taken them yet.
+struct SampledTokens {
+  std::vector<int32_t> ids;
+  bool ends_answer = false;        // the last id ends the answer (a stop id, or the max_tokens-th token)
+  bool ends_with_stop_id = false;  // that last id is a stop id or an end id, which is no part of the answer
 };
 
 struct GenerateSummary {
@@ -51,12 +53,13 @@ struct ContextCreated {
 };
 
 // GenerateSummary, ContextCreated and a non-ok Status end a request; nothing follows them.
-using ChannelEvent = std::variant<Phase1Progress, GeneratedText, GenerateSummary, ContextCreated, Status>;
+using ChannelEvent = std::variant<Phase1Progress, SampledTokens, GenerateSummary, ContextCreated, Status>;
 
 bool is_final(const ChannelEvent& event);
 
-// Why a request stopped early. The first reason raised wins.
-enum class CancelReason { kNone, kClient, kDeadline, kAbort, kShutdown };
+// Why a request stopped early. The first reason raised wins. kStopString: the answer is complete
+// (a stop string matched on the handler side); the engine only has to stop generating.
+enum class CancelReason { kNone, kClient, kDeadline, kAbort, kShutdown, kStopString };
 
 class RequestChannel {
  public:

@@ -27,6 +27,7 @@ struct RequestDefaults {
   int64_t reserve_tokens = 512;
   ServerLimits limits;
   int64_t context_cache_bytes = 0;  // per rank: a CreateContext whose KV needs more on a rank is refused
+  SchedulerLimits scheduler;        // a request whose KV needs more than kv_cache_bytes on a rank is refused
 };
 
 Result<GenerateWork> parse_generate_request(const v1::GenerateRequest& request, const RequestDefaults& defaults,
@@ -37,6 +38,10 @@ Result<CreateContextWork> parse_create_context_request(const v1::CreateContextRe
 
 // A context's KV bytes on each rank after Phase 1, as encode_context will hold them.
 std::vector<int64_t> context_rank_bytes(const BlockPlan& plan, int64_t kv_bytes_per_token);
+// What a Generate reserves on each rank while it runs: its inline context's shards (none for an
+// encoded one, `context_kept`) and room for its query and every answer token on the query host.
+std::vector<int64_t> generate_rank_bytes(const BlockPlan& plan, bool context_kept, int64_t query_tokens,
+                                         int64_t max_tokens, int64_t kv_bytes_per_token);
 
 // INVALID_ARGUMENT "<field>[i]: <id> is outside the vocabulary [0, V)" for the first bad id.
 Status check_token_ids(const char* field, std::span<const int32_t> ids, int64_t vocab_size);

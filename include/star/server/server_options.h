@@ -7,6 +7,7 @@
 #include <string>
 
 #include "star/attention/attention_config.h"
+#include "star/common/status.h"
 
 namespace star::server {
 
@@ -23,6 +24,22 @@ struct ServerLimits {
   int64_t max_streams_per_client = 64;            // Generate and CreateContext calls open at once per client address
 };
 
+// How the engine loop batches: every step it admits queued requests while fewer than max_num_seqs
+// run and, on every rank, the KV bytes reserved by the running ones plus the newcomer's stay within
+// kv_cache_bytes. A request reserves at admission what it can ever hold: an inline context's shard
+// on each rank, and (query + max_tokens) tokens on its query host; a CreateContext reserves its
+// context's shards while its Phase 1 runs. Kept contexts are not counted here: they have their own
+// budget (context_cache_bytes), so the KV a rank may hold is the two added, and a request waiting
+// for room only ever waits for running requests to end, never for a context to be deleted.
+struct SchedulerLimits {
+  int64_t max_num_seqs = 256;             // requests running at once (Phase 1 or Phase 2)
+  int64_t max_num_batched_tokens = 2048;  // Phase 1 tokens in one step; 0: a whole block per step
+  int64_t kv_cache_bytes = 0;             // per rank, reserved by running requests; 0: no limit
+};
+
+// INVALID_ARGUMENT naming the field and its flag when a limit is out of range.
+Status check_scheduler_limits(const SchedulerLimits& limits);
+
 struct ServerOptions {
   std::string listen_address = "127.0.0.1:50051";  // port 0: any free port (StarServer::port())
   std::string api_key;                             // empty: no authentication
@@ -34,6 +51,7 @@ struct ServerOptions {
   int64_t default_max_tokens = 128;
   AttentionConfig attention;                       // unless a request overrides it
   ServerLimits limits;
+  SchedulerLimits scheduler;
   std::chrono::milliseconds shutdown_timeout{30000};  // accepted work may finish within this
   std::chrono::milliseconds cancel_poll{10};       // how often handlers look for cancellation
 };

@@ -3,7 +3,7 @@
 //
 //   auto server = StarServer::start(options, ranks);   // listens; UNAVAILABLE, NOT_SERVING
 //   ... every rank loads the model ...
-//   server->serve(rank_engine, wake_workers);          // SERVING; the engine loop, on this thread
+//   server->serve(model, step_engine, comm, wake_workers);  // SERVING; the engine loop, on this thread
 //   // another thread: server->begin_shutdown()        // NOT_SERVING; serve() returns when drained
 #pragma once
 
@@ -16,7 +16,9 @@
 
 #include "star/common/status.h"
 #include "star/server/context_registry.h"
-#include "star/server/rank_engine.h"
+#include "star/dist/communicator.h"
+#include "star/engine/runtime_model.h"
+#include "star/engine/step_engine.h"
 #include "star/server/server_options.h"
 #include "star/server/star_service.h"
 #include "star/server/work_queue.h"
@@ -26,7 +28,8 @@ namespace star::server {
 class StarServer {
  public:
   // Binds options.listen_address and starts answering (UNAVAILABLE until serve()). Errors: a bad
-  // address or a port in use (UNAVAILABLE), unreadable TLS files (NOT_FOUND).
+  // address or a port in use (UNAVAILABLE), unreadable TLS files (NOT_FOUND), scheduler limits out
+  // of range (INVALID_ARGUMENT).
   static Result<std::unique_ptr<StarServer>> start(const ServerOptions& options, int ranks);
   // Stops the gRPC server (in-flight calls get a short grace period).
   ~StarServer();
@@ -36,7 +39,7 @@ class StarServer {
   // Serves until begin_shutdown() and the queue drained; runs the engine loop on the calling thread,
   // which must be the only thread of this process that uses MPI. Every worker rank must be in
   // run_worker_loop. Returns the engine loop's error, if any.
-  Status serve(RankEngine& rank, std::function<Status()> wake_workers);
+  Status serve(const RuntimeModel& model, StepEngine& engine, Communicator& comm, std::function<Status()> wake_workers);
   // Any thread, any time: stop taking requests (UNAVAILABLE, health NOT_SERVING), let accepted
   // ones finish within options.shutdown_timeout, then cancel them. A second call cancels at once.
   void begin_shutdown();

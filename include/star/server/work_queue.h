@@ -28,6 +28,7 @@ struct GenerateWork {
   AttentionConfig attention;         // for an inline context
   int context_blocks = 0;            // of the inline context's plan
   GenerationOptions generation;
+  std::vector<int64_t> kv_rank_bytes;  // KV it reserves on each rank while it runs (BatchScheduler)
 };
 
 // One CreateContext call.
@@ -36,6 +37,7 @@ struct CreateContextWork {
   AttentionConfig attention;
   int context_blocks = 0;      // of the context's plan
   int64_t reserve_tokens = 0;  // KV room for query and answer on the query host
+  std::vector<int64_t> kv_rank_bytes;  // KV it reserves on each rank while its Phase 1 runs
 };
 
 // Frees deleted contexts on every rank (DeleteContext queues one so that idle ranks free at once).
@@ -55,14 +57,22 @@ class WorkQueue {
   // RESOURCE_EXHAUSTED when `capacity` jobs wait already (ReleaseWork is never refused for that),
   // UNAVAILABLE once closed.
   Status push(std::shared_ptr<Job> job);
-  // Waits for the next job; null once the queue is closed and empty.
-  std::shared_ptr<Job> pop();
+  // Waits until a job is queued (true) or the queue is closed and empty (false).
+  bool wait_for_work();
+  // The queued jobs, first in first out (the engine decides which to take).
+  std::vector<std::shared_ptr<Job>> waiting() const;
+  // Takes a queued job out for the engine; false when it is no longer queued (its handler took it
+  // out). A request taken counts as running until ended() is called for it.
+  bool take(const std::shared_ptr<Job>& job);
+  // The engine is done with a request it took (whatever the outcome).
+  void ended();
   // Takes a job out before the engine got to it; false when it is no longer queued.
   bool remove(const std::shared_ptr<Job>& job);
-  // Refuses new jobs from now on; the queued ones still come out of pop().
+  // Refuses new jobs from now on; the queued ones can still be taken.
   void close();
 
-  size_t size() const;
+  size_t size() const;  // requests waiting
+  size_t running() const;  // requests taken and not ended
   size_t capacity() const { return capacity_; }
 
  private:
@@ -71,6 +81,7 @@ class WorkQueue {
   std::condition_variable ready_;
   std::deque<std::shared_ptr<Job>> jobs_;
   size_t requests_ = 0;  // jobs_ without ReleaseWork
+  size_t running_ = 0;
   bool closed_ = false;
 };
 

@@ -34,7 +34,7 @@
 #include "star/dist/mpi_session.h"
 #include "star/engine/runtime_model.h"
 #include "star/server/mpi_doorbell.h"
-#include "star/server/rank_engine.h"
+#include "star/engine/step_engine.h"
 #include "star/server/rank_monitor.h"
 #include "star/server/shutdown_signal.h"
 #include "star/server/star_server.h"
@@ -123,6 +123,11 @@ std::chrono::milliseconds rank_timeout(const Options& o) {
   return std::chrono::milliseconds(static_cast<int64_t>(o.rank_timeout_seconds * 1000));
 }
 
+// Every rank parses the same flags, so every rank's engine chunks Phase 1 alike.
+StepLimits step_limits(const Options& o) {
+  return {.max_num_batched_tokens = o.server.scheduler.max_num_batched_tokens};
+}
+
 int serve_rank0(const Options& o, Communicator& comm, MpiDoorbell& doorbell) {
   Result<std::vector<int32_t>> pids = all_pids(comm);
   if (!pids.ok()) return 1;
@@ -157,8 +162,8 @@ int serve_rank0(const Options& o, Communicator& comm, MpiDoorbell& doorbell) {
     spdlog::error("{}", monitor.status().to_string());
     return 1;
   }
-  RankEngine engine(*model, comm);
-  Status served = s.serve(engine, [&doorbell] { return doorbell.ring(); });
+  StepEngine engine(*model, comm, step_limits(o));
+  Status served = s.serve(*model, engine, comm, [&doorbell] { return doorbell.ring(); });
   if (!served.ok()) abort_all_ranks(served);
   monitor->reset();  // the workers said goodbye; nothing is left to watch
   server->reset();  // gRPC stops while the model its handlers read is still there
@@ -188,8 +193,8 @@ int serve_worker(const Options& o, Communicator& comm, MpiDoorbell& doorbell) {
   };
   Result<std::unique_ptr<RankHeartbeat>> heartbeat = RankHeartbeat::start(comm, on_rank0_lost);
   if (!heartbeat.ok()) return 1;
-  RankEngine engine(*model, comm);
-  if (Status s = run_worker_loop(engine, [&doorbell] { return doorbell.wait(); }); !s.ok()) abort_all_ranks(s);
+  StepEngine engine(*model, comm, step_limits(o));
+  if (Status s = run_worker_loop(engine, comm, [&doorbell] { return doorbell.wait(); }); !s.ok()) abort_all_ranks(s);
   (*heartbeat)->say_goodbye();
   return 0;
 }
@@ -227,6 +232,20 @@ int main(int argc, char** argv) {
   app.add_option("--context-cache-bytes", s.context_cache_bytes, "KV bytes per rank kept for CreateContext contexts")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  SchedulerLimits& batching = s.scheduler;
+  app.add_option("--max-num-seqs", batching.max_num_seqs, "requests running at once; the others wait in the queue")
+      ->capture_default_str()
+      ->group("Batching");
+  app.add_option("--max-num-batched-tokens", batching.max_num_batched_tokens,
+                 "Phase 1 tokens per engine step, so that running answers keep streaming while a long context is "
+                 "encoded (0: a whole block per step)")
+      ->capture_default_str()
+      ->group("Batching");
+  app.add_option("--kv-cache-bytes", batching.kv_cache_bytes,
+                 "KV bytes per rank that running requests may reserve (inline context shards, query and max_tokens "
+                 "room); kept contexts count against --context-cache-bytes instead (0: no limit)")
+      ->capture_default_str()
+      ->group("Batching");
   app.add_option("--context-reserve-tokens", s.context_reserve_tokens,
                  "default KV room for query and answer kept with each context")
       ->capture_default_str()
@@ -308,6 +327,10 @@ int main(int argc, char** argv) {
     if (comm.rank() == 0) {
       spdlog::error("--max-tokens {} is above --max-tokens-limit {}", s.default_max_tokens, s.limits.max_tokens);
     }
+    return 2;
+  }
+  if (star::Status limits = check_scheduler_limits(s.scheduler); !limits.ok()) {
+    if (comm.rank() == 0) spdlog::error("{}", limits.message());
     return 2;
   }
   s.shutdown_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_timeout_seconds * 1000));

@@ -128,9 +128,10 @@ bool wait_until_state(Info info, int active, int queued) {
   return false;
 }
 
-// star-server with a queue of one: one generation running, one waiting, the third is refused.
+// star-server with a queue of one and one request at a time: one generation running, one waiting,
+// the third is refused.
 TEST_F(GrpcEquality, FullBackendQueueIs503WithRetryAfter) {
-  ServerProcess small(model(), 2, {"--queue-size", "1"});
+  ServerProcess small(model(), 2, {"--queue-size", "1", "--max-num-seqs", "1"});
   ASSERT_TRUE(small.ready()) << small.log();
   ShimProcess shim({"--backend", small.address()});
   ASSERT_TRUE(shim.ready()) << shim.log();

@@ -81,7 +81,8 @@ TEST(E2EQueue, AFullQueueAnswersResourceExhausted) {
   ASSERT_EQ(std::system((std::string(STAR_MKMODEL_PATH) + " --out " + (dir.path() / "m").string() +
                          " --preset tiny --seed 4 >/dev/null").c_str()),
             0);
-  ServerProcess server(dir.path() / "m", 2, {"--queue-size", "2"});
+  // One request runs at a time, so that the others wait in the queue.
+  ServerProcess server(dir.path() / "m", 2, {"--queue-size", "2", "--max-num-seqs", "1"});
   ASSERT_TRUE(server.ready()) << server.log();
   auto stub = v1::StarService::NewStub(server.channel());
 

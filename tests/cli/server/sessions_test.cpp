@@ -4,6 +4,9 @@
 // recently used context.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "e2e_fixture.h"
 
 namespace star::testing {
@@ -32,6 +35,48 @@ v1::ListContextsResponse list_contexts(v1::StarService::Stub& stub) {
   auto context = make_context(E2E::with_key());
   EXPECT_TRUE(stub.ListContexts(context.get(), {}, &response).ok());
   return response;
+}
+
+// Continuous batching on two ranks: queries on one context asked at once stream together (every
+// one has its first token before any has its last) and each answers exactly as it does alone.
+TEST_F(E2E, ConcurrentQueriesOnOneContextStreamTogetherAndAnswerAsAlone) {
+  constexpr int kQueries = 4;
+  v1::CreateContextRequest create;
+  create.set_text(context_text(16, "batched"));
+  CreateContextStream created = create_context(stub(), create, with_key());
+  ASSERT_TRUE(created.status.ok()) << created.status.error_message();
+  const std::string id = created.context->context_id();
+  auto request = [&](int i) {
+    v1::GenerateRequest r = session_request(id, "Question " + std::to_string(i) + "?", 40, i % 2 ? 0.8f : 0.f, 7 + i);
+    r.set_ignore_eos(true);
+    return r;
+  };
+  std::vector<GenerateStream> alone;
+  for (int i = 0; i < kQueries; ++i) {
+    alone.push_back(generate(stub(), request(i), with_key()));
+    ASSERT_TRUE(alone.back().status.ok()) << alone.back().status.error_message();
+  }
+  std::atomic<int> finished{0};
+  std::vector<int> finished_before_first(kQueries, -1);
+  std::vector<GenerateStream> together(kQueries);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kQueries; ++i) {
+    clients.emplace_back([&, i] {
+      together[i] = generate(stub(), request(i), with_key(), [&, i](const GenerateStream& so_far, grpc::ClientContext&) {
+        if (finished_before_first[i] < 0 && !so_far.token_ids.empty()) finished_before_first[i] = finished.load();
+      });
+      ++finished;
+    });
+  }
+  for (std::thread& client : clients) client.join();
+  for (int i = 0; i < kQueries; ++i) {
+    SCOPED_TRACE(i);
+    ASSERT_TRUE(together[i].status.ok()) << together[i].status.error_message();
+    EXPECT_EQ(finished_before_first[i], 0) << "its first token came after another answer had ended";
+    EXPECT_EQ(together[i].token_ids, alone[i].token_ids);
+    EXPECT_EQ(together[i].text, alone[i].text);
+  }
+  EXPECT_TRUE(delete_context(stub(), id));
 }
 
 TEST_F(E2E, OneContextAnswersThreeQueriesWithoutPhase1) {

@@ -1,0 +1,55 @@
+// BatchScheduler: rank 0's admission policy for continuous batching, as pure bookkeeping (no
+// threads, no MPI). Each engine step the engine loop shows it the waiting requests' KV needs, front
+// of the queue first, and it says which start now: while fewer than max_num_seqs run and, on every
+// rank, the bytes reserved by the running requests plus the newcomer's stay within kv_cache_bytes.
+// Like vLLM's scheduler it keeps the queue's order: the first request that does not fit waits, and
+// every one behind it waits too, so a large request is never starved by small ones passing it. A
+// request that could not fit even alone is refused (RESOURCE_EXHAUSTED) instead of blocking the
+// queue forever.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <vector>
+
+#include "star/common/status.h"
+#include "star/server/server_options.h"
+
+namespace star::server {
+
+// RESOURCE_EXHAUSTED when `rank_bytes` exceed kv_cache_bytes on some rank (the message starts with
+// `field`, names the rank, both sizes and --kv-cache-bytes); ok when they fit or there is no limit.
+Status check_fits_kv_cache(const char* field, std::span<const int64_t> rank_bytes, const SchedulerLimits& limits);
+
+class BatchScheduler {
+ public:
+  BatchScheduler(const SchedulerLimits& limits, int ranks);
+
+  struct Verdict {
+    enum class Kind { kStart, kWait, kRefuse };
+    Kind kind = Kind::kWait;
+    Status refusal;  // kRefuse
+  };
+  // One verdict per waiting request (its KV bytes per rank), in the same order. Decides only:
+  // start() records the requests that do start.
+  std::vector<Verdict> decide(std::span<const std::vector<int64_t>> waiting) const;
+
+  // A request started with these reservations, under an id unique while it runs.
+  void start(int64_t id, std::vector<int64_t> rank_bytes);
+  // It ended (any way): its reservation is free again. Unknown ids are ignored.
+  void finish(int64_t id);
+
+  int64_t running() const { return static_cast<int64_t>(running_.size()); }
+  const std::vector<int64_t>& reserved_bytes() const { return reserved_; }  // [ranks]
+
+ private:
+  // Whether `rank_bytes` fit on top of `reserved` on every rank.
+  bool fits(std::span<const int64_t> reserved, std::span<const int64_t> rank_bytes) const;
+
+  const SchedulerLimits limits_;
+  std::vector<int64_t> reserved_;
+  std::map<int64_t, std::vector<int64_t>> running_;
+};
+
+}  // namespace star::server

@@ -1,0 +1,85 @@
+// BatchScheduler's admission policy, step by step against hand-worked budgets: the sequence limit,
+// the per-rank KV budget, first-in-first-out order, refusals and reservations freed at the end.
+#include "star/server/batch_scheduler.h"
+
+#include <gtest/gtest.h>
+
+namespace star::server {
+namespace {
+
+using Kind = BatchScheduler::Verdict::Kind;
+
+std::vector<Kind> kinds(const std::vector<BatchScheduler::Verdict>& verdicts) {
+  std::vector<Kind> out;
+  for (const auto& v : verdicts) out.push_back(v.kind);
+  return out;
+}
+
+SchedulerLimits limits(int64_t max_num_seqs, int64_t kv_cache_bytes) {
+  SchedulerLimits l;
+  l.max_num_seqs = max_num_seqs;
+  l.kv_cache_bytes = kv_cache_bytes;
+  return l;
+}
+
+TEST(BatchScheduler, StartsRequestsUpToTheSequenceLimit) {
+  BatchScheduler scheduler(limits(3, 0), 2);
+  scheduler.start(1, {10, 10});
+  const std::vector<std::vector<int64_t>> waiting = {{1, 1}, {1, 1}, {1, 1}};
+  EXPECT_EQ(kinds(scheduler.decide(waiting)), (std::vector<Kind>{Kind::kStart, Kind::kStart, Kind::kWait}));
+  EXPECT_EQ(scheduler.running(), 1) << "decide() only decides";
+}
+
+TEST(BatchScheduler, EveryRankMustFitAndTheQueueKeepsItsOrder) {
+  // Budget 100 per rank; 60 on rank 1 already reserved.
+  BatchScheduler scheduler(limits(256, 100), 2);
+  scheduler.start(7, {0, 60});
+  const std::vector<std::vector<int64_t>> waiting = {
+      {30, 30},  // fits: rank 1 reaches 90
+      {50, 20},  // rank 1 would reach 110: waits
+      {1, 1},    // fits alone, but waits behind the one before it
+  };
+  EXPECT_EQ(kinds(scheduler.decide(waiting)), (std::vector<Kind>{Kind::kStart, Kind::kWait, Kind::kWait}));
+
+  scheduler.start(8, waiting[0]);
+  EXPECT_EQ(scheduler.reserved_bytes(), (std::vector<int64_t>{30, 90}));
+  scheduler.finish(7);
+  EXPECT_EQ(scheduler.reserved_bytes(), (std::vector<int64_t>{30, 30}));
+  const std::vector<std::vector<int64_t>> rest(waiting.begin() + 1, waiting.end());
+  EXPECT_EQ(kinds(scheduler.decide(rest)), (std::vector<Kind>{Kind::kStart, Kind::kStart}))
+      << "rank 1: 30 + 20 + 1 <= 100 once request 7 ended";
+}
+
+TEST(BatchScheduler, ARequestAtTheBudgetFitsAndOnePastIsRefusedWithoutBlockingTheQueue) {
+  BatchScheduler scheduler(limits(256, 100), 2);
+  const std::vector<std::vector<int64_t>> waiting = {{0, 101}, {100, 0}, {0, 100}};
+  const std::vector<BatchScheduler::Verdict> verdicts = scheduler.decide(waiting);
+  EXPECT_EQ(kinds(verdicts), (std::vector<Kind>{Kind::kRefuse, Kind::kStart, Kind::kStart}));
+  EXPECT_EQ(verdicts[0].refusal.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(verdicts[0].refusal.message(),
+            "request: the request's KV needs 101 bytes on rank 1, more than the 100 bytes per rank that running "
+            "requests may reserve (--kv-cache-bytes)");
+}
+
+TEST(BatchScheduler, NoByteLimitCountsSequencesOnly) {
+  BatchScheduler scheduler(limits(2, 0), 1);
+  const std::vector<std::vector<int64_t>> waiting = {{int64_t{1} << 60}, {int64_t{1} << 60}, {1}};
+  EXPECT_EQ(kinds(scheduler.decide(waiting)), (std::vector<Kind>{Kind::kStart, Kind::kStart, Kind::kWait}));
+  EXPECT_TRUE(check_fits_kv_cache("x", waiting[0], limits(2, 0)).ok());
+}
+
+TEST(BatchScheduler, FinishingFreesExactlyWhatStartReservedOnce) {
+  BatchScheduler scheduler(limits(4, 50), 3);
+  scheduler.start(1, {10, 20, 30});
+  scheduler.start(2, {5, 5, 5});
+  scheduler.start(2, {1, 2, 3});  // a restart under the same id replaces, never adds up
+  EXPECT_EQ(scheduler.reserved_bytes(), (std::vector<int64_t>{11, 22, 33}));
+  scheduler.finish(1);
+  scheduler.finish(1);
+  scheduler.finish(99);
+  EXPECT_EQ(scheduler.reserved_bytes(), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(scheduler.running(), 1);
+}
+
+}  // namespace
+}  // namespace star::server
