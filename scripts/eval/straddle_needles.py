@@ -43,7 +43,9 @@ class Server:
         port_file = os.path.join(work, f"server{overlap}.port")
         args = ["mpirun", "--oversubscribe", "--allow-run-as-root", "-np", str(ranks),
                 os.path.join(bin_dir, "star-server"), "--model", model, "--grpc", "127.0.0.1:0",
-                "--port-file", port_file]
+                "--port-file", port_file,
+                # A rank starved of CPU on a shared machine misses the default 3 s heartbeat.
+                "--rank-timeout", "120"]
         if overlap:
             args += ["--boundary-overlap", str(overlap)]
         self.log = open(os.path.join(work, f"server{overlap}.log"), "w")
@@ -62,7 +64,9 @@ class Server:
 
     def client(self, *args):
         out = subprocess.run([os.path.join(self.bin_dir, "star-client"), "--server", self.address, *args],
-                             check=True, capture_output=True, text=True)
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            sys.exit(f"star-client {args[0]} failed ({out.returncode}): {out.stderr.strip()}")
         return out.stdout
 
     def tokens(self, text):

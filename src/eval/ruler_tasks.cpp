@@ -36,7 +36,8 @@ struct Draft {
   std::vector<std::string> placed;  // placed at random positions, in this order
   std::function<std::string(TaskRandom&)> filler;
   bool numbered = false;            // items rendered as a numbered list, one per line
-  std::string query;
+  std::string question;
+  std::string answer_prefix;
   std::vector<std::string> outputs;
 };
 
@@ -88,11 +89,18 @@ std::string join_keys(const std::vector<std::string>& keys) {
 
 enum class Haystack { kNoise, kEssay, kNeedles };
 
-std::function<std::string(TaskRandom&)> haystack_filler(Haystack haystack, std::set<std::string> taken) {
+// Consecutive sentences of the prose from one drawn at random, wrapping around at its end.
+std::function<std::string(TaskRandom&)> prose_filler(std::span<const std::string> prose, TaskRandom& rng) {
+  return [prose, next = rng.below(prose.size())](TaskRandom&) mutable { return prose[next++ % prose.size()]; };
+}
+
+std::function<std::string(TaskRandom&)> haystack_filler(Haystack haystack, std::set<std::string> taken,
+                                                        std::span<const std::string> prose, TaskRandom& rng) {
   switch (haystack) {
     case Haystack::kNoise:
       return [next = size_t{0}](TaskRandom&) mutable { return std::string(kNoise[next++ % std::size(kNoise)]); };
     case Haystack::kEssay:
+      if (!prose.empty()) return prose_filler(prose, rng);
       return essay_sentence;
     case Haystack::kNeedles:
       break;
@@ -117,7 +125,7 @@ struct NiahSpec {
   int values_per_key;    // needles per asked key
 };
 
-Draft niah(const NiahSpec& spec, TaskRandom& rng) {
+Draft niah(const NiahSpec& spec, std::span<const std::string> prose, TaskRandom& rng) {
   std::set<std::string> taken;
   std::vector<std::string> keys = distinct_keys(rng, spec.keys, spec.two_word_keys, taken);
   Draft d;
@@ -137,16 +145,16 @@ Draft niah(const NiahSpec& spec, TaskRandom& rng) {
   const std::string kind(spec.value_kind);
   const std::vector<std::string> asked(keys.begin(), keys.begin() + spec.asked);
   if (spec.asked > 1) {
-    d.query = "\nWhat are the special magic " + kind + "s for " + join_keys(asked) + "? The special magic " + kind +
-              "s for " + join_keys(asked) + " are";
+    d.question = "\nWhat are the special magic " + kind + "s for " + join_keys(asked) + "?";
+    d.answer_prefix = " The special magic " + kind + "s for " + join_keys(asked) + " are";
   } else if (spec.values_per_key > 1) {
-    d.query = "\nWhat are all the special magic " + kind + "s for " + keys[0] + "? The special magic " + kind +
-              "s for " + keys[0] + " are";
+    d.question = "\nWhat are all the special magic " + kind + "s for " + keys[0] + "?";
+    d.answer_prefix = " The special magic " + kind + "s for " + keys[0] + " are";
   } else {
-    d.query = "\nWhat is the special magic " + kind + " for " + keys[0] + "? The special magic " + kind + " for " +
-              keys[0] + " is";
+    d.question = "\nWhat is the special magic " + kind + " for " + keys[0] + "?";
+    d.answer_prefix = " The special magic " + kind + " for " + keys[0] + " is";
   }
-  d.filler = haystack_filler(spec.haystack, taken);
+  d.filler = haystack_filler(spec.haystack, taken, prose, rng);
   return d;
 }
 
@@ -167,10 +175,10 @@ Draft variable_tracking(TaskRandom& rng) {
     d.placed.push_back(" VAR " + chain[i] + " = " + (i == 0 ? value : "VAR " + chain[i - 1]) + ".");
   }
   d.outputs = chain;
-  d.query = "\nQuestion: Find all variables that are assigned the value " + value +
-            " in the text above. Answer: According to the chain of variable assignments in the text above, 5 "
-            "variables are assigned the value " + value + ", they are:";
-  d.filler = haystack_filler(Haystack::kNoise, {});
+  d.question = "\nQuestion: Find all variables that are assigned the value " + value + " in the text above.";
+  d.answer_prefix = " Answer: According to the chain of variable assignments in the text above, 5 variables are "
+                    "assigned the value " + value + ", they are:";
+  d.filler = haystack_filler(Haystack::kNoise, {}, {}, rng);
   return d;
 }
 
@@ -199,8 +207,8 @@ Draft common_words(TaskRandom& rng, int64_t length) {
     return next < rest.size() ? rest[next++] : std::string();
   };
   const std::string n = std::to_string(common);
-  d.query = "\nQuestion: What are the " + n + " most common words in the above list? Answer: The top " + n +
-            " words that appear most often in the list are:";
+  d.question = "\nQuestion: What are the " + n + " most common words in the above list?";
+  d.answer_prefix = " Answer: The top " + n + " words that appear most often in the list are:";
   return d;
 }
 
@@ -239,20 +247,21 @@ Draft frequent_words(TaskRandom& rng, int64_t length, const Tokenizer& tok) {
   };
   d.preface = "Read the following coded text and track the frequency of each coded word. Find the three most "
               "frequently appeared coded words.\n";
-  d.query = "\nQuestion: What are the three most frequently appeared coded words in the above coded text? Answer: "
-            "According to the coded text above, the three most frequently appeared words are:";
+  d.question = "\nQuestion: What are the three most frequently appeared coded words in the above coded text?";
+  d.answer_prefix = " Answer: According to the coded text above, the three most frequently appeared words are:";
   return d;
 }
 
-Draft draft_task(std::string_view task, TaskRandom& rng, int64_t length, const Tokenizer& tok) {
-  if (task == "niah_single_1") return niah({Haystack::kNoise, false, "number", 1, 1, 1}, rng);
-  if (task == "niah_single_2") return niah({Haystack::kEssay, false, "number", 1, 1, 1}, rng);
-  if (task == "niah_single_3") return niah({Haystack::kEssay, false, "code", 1, 1, 1}, rng);
-  if (task == "niah_multikey_1") return niah({Haystack::kEssay, false, "number", 4, 1, 1}, rng);
-  if (task == "niah_multikey_2") return niah({Haystack::kNeedles, false, "number", 1, 1, 1}, rng);
-  if (task == "niah_multikey_3") return niah({Haystack::kNeedles, true, "code", 1, 1, 1}, rng);
-  if (task == "niah_multivalue") return niah({Haystack::kEssay, false, "number", 1, 1, 4}, rng);
-  if (task == "niah_multiquery") return niah({Haystack::kEssay, false, "number", 4, 4, 1}, rng);
+Draft draft_task(std::string_view task, TaskRandom& rng, int64_t length, const Tokenizer& tok,
+                 std::span<const std::string> prose) {
+  if (task == "niah_single_1") return niah({Haystack::kNoise, false, "number", 1, 1, 1}, prose, rng);
+  if (task == "niah_single_2") return niah({Haystack::kEssay, false, "number", 1, 1, 1}, prose, rng);
+  if (task == "niah_single_3") return niah({Haystack::kEssay, false, "code", 1, 1, 1}, prose, rng);
+  if (task == "niah_multikey_1") return niah({Haystack::kEssay, false, "number", 4, 1, 1}, prose, rng);
+  if (task == "niah_multikey_2") return niah({Haystack::kNeedles, false, "number", 1, 1, 1}, prose, rng);
+  if (task == "niah_multikey_3") return niah({Haystack::kNeedles, true, "code", 1, 1, 1}, prose, rng);
+  if (task == "niah_multivalue") return niah({Haystack::kEssay, false, "number", 1, 1, 4}, prose, rng);
+  if (task == "niah_multiquery") return niah({Haystack::kEssay, false, "number", 4, 4, 1}, prose, rng);
   if (task == "vt") return variable_tracking(rng);
   if (task == "cwe") return common_words(rng, length);
   return frequent_words(rng, length, tok);
@@ -275,9 +284,11 @@ Result<TaskSample> size_sample(std::string_view task, Draft d, const Tokenizer& 
   auto count = [&tok](const std::string& text) { return static_cast<int64_t>(tok.encode(text).size()); };
   TaskSample s;
   s.task = std::string(task);
-  s.query = d.query;
+  s.question = d.question;
+  s.answer_prefix = d.answer_prefix;
+  s.query = d.question + d.answer_prefix;
   s.outputs = d.outputs;
-  s.query_tokens = count(d.query);
+  s.query_tokens = count(s.query);
   const int64_t bos = tok.bos_id() >= 0 ? 1 : 0;
   std::vector<Item> items;
   int64_t used = bos + s.query_tokens + count(d.preface);
@@ -343,7 +354,7 @@ Result<TaskInfo> find_task(std::string_view name) {
 }
 
 Result<std::vector<TaskSample>> make_task_samples(std::string_view task, const Tokenizer& tokenizer, int64_t length,
-                                                  int count, uint64_t seed) {
+                                                  int count, uint64_t seed, const TaskOptions& options) {
   Result<TaskInfo> info = find_task(task);
   if (!info.ok()) return info.status();
   if (length <= 0) return invalid_argument("length must be positive, got " + std::to_string(length));
@@ -351,7 +362,9 @@ Result<std::vector<TaskSample>> make_task_samples(std::string_view task, const T
   std::vector<TaskSample> samples;
   for (int i = 0; i < count; ++i) {
     TaskRandom rng(sample_seed(seed, task, length, i));
-    Result<TaskSample> s = size_sample(task, draft_task(task, rng, length, tokenizer), tokenizer, length, rng);
+    const int64_t free_length = length - options.prompt_tokens;
+    Result<TaskSample> s =
+        size_sample(task, draft_task(task, rng, free_length, tokenizer, options.prose), tokenizer, free_length, rng);
     if (!s.ok()) return s.status();
     s->index = i;
     samples.push_back(std::move(s).value());

@@ -24,6 +24,8 @@ cmp -s "$work/a/tasks/400.jsonl" "$work/b/tasks/400.jsonl" || fail "the same see
 cells=$(grep -c '"algorithm"' "$work/a/results.json")
 [ "$cells" -ge 8 ] || fail "expected 2 lengths x 2 tasks x 2 algorithms cells, found $cells"
 grep -q '| niah_single_1 |' "$work/a/results.md" || fail "no niah_single_1 row in results.md"
+grep -q '"prompt_format": "chat"' "$work/a/results.json" || fail "the model's chat template was not the default prompt"
+grep -q '"haystack": "debian"' "$work/a/results.json" || fail "the Debian text was not the default haystack"
 echo "ok   two runs, identical tables"
 
 expect_failure() {
@@ -39,3 +41,4 @@ expect_failure 'unknown task "niah_single_9"' --tasks niah_single_9
 expect_failure 'unknown algorithm "sparse"' --algorithms dense,sparse
 expect_failure 'no task fits 30 tokens' --lengths 30 --tasks niah_multiquery
 expect_failure 'star-eval runs every algorithm of --algorithms' --attention star
+expect_failure 'web not in {debian,generated}' --haystack web

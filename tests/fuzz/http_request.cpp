@@ -10,14 +10,14 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz/fuzz_support.h"
-#include "star/http/chat_render.h"
+#include "star/tokenizer/chat_render.h"
 #include "star/http/openai_request.h"
 
 namespace {
 
 void check_renders(star::ChatFormat format, const star::http::OpenAiRequest& request,
-                   const star::http::ChatSpecialTokens& tokens) {
-  star::Result<star::http::RenderedChat> rendered = star::http::render_chat(format, request.messages, tokens);
+                   const star::ChatSpecialTokens& tokens) {
+  star::Result<star::RenderedChat> rendered = star::render_chat(format, request.messages, tokens);
   if (!rendered.ok()) {
     STAR_FUZZ_CHECK(rendered.status().message().starts_with("messages"), rendered.status().to_string());
     return;

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "star/http/chat_render.h"
+#include "star/tokenizer/chat_render.h"
 #include "support/test_paths.h"
 
 namespace star::http {

@@ -37,15 +37,29 @@ struct TaskSample {
   int index = 0;
   std::string context;                // star-run's input_context
   std::string query;                  // input_query: question and answer prefix
+  std::string question;               // the query's two parts: a chat prompt asks the question in
+  std::string answer_prefix;          // the user turn and opens the answer with the prefix
   std::vector<std::string> outputs;   // the strings a correct answer contains
   int64_t context_tokens = 0;         // as `tokenizer` encodes the context, BOS included
   int64_t query_tokens = 0;
 };
 
+struct TaskOptions {
+  // Tokens the prompt format adds around the context and the query (a chat template's turns),
+  // kept free of the length.
+  int64_t prompt_tokens = 0;
+  // Natural-text sentences (haystack_text.h) that the essay haystacks (niah_single_2/3,
+  // niah_multikey_1, niah_multivalue, niah_multiquery) are read from, consecutively from a
+  // sentence drawn per sample; empty: generated essay-like sentences.
+  std::span<const std::string> prose;
+};
+
 // `count` samples of `task` whose context and query together take about `length` tokens of
-// `tokenizer` (never more). The same (task, length, count, seed) gives the same samples.
+// `tokenizer` (never more), less `options.prompt_tokens`. The same (task, length, count, seed,
+// options) gives the same samples.
 // Errors: an unknown task, or a length too short to hold the task's needles and question.
 Result<std::vector<TaskSample>> make_task_samples(std::string_view task, const Tokenizer& tokenizer,
-                                                  int64_t length, int count, uint64_t seed);
+                                                  int64_t length, int count, uint64_t seed,
+                                                  const TaskOptions& options = {});
 
 }  // namespace star::eval

@@ -16,7 +16,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "star/common/status.h"
-#include "star/http/chat_render.h"
+#include "star/tokenizer/chat_render.h"
 #include "star/http/shim_metrics.h"
 #include "star/http/shim_options.h"
 #include "star/tokenizer/chat_format.h"

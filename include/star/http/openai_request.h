@@ -11,7 +11,7 @@
 
 #include "star/common/status.h"
 #include "star/http/api_error.h"
-#include "star/http/chat_render.h"
+#include "star/tokenizer/chat_render.h"
 #include "star/v1/star.pb.h"
 
 namespace star::http {

@@ -6,6 +6,9 @@
 //   OUT/tasks/L.jsonl    the samples in star-run's input format (input_context, input_query, outputs)
 //   OUT/preds/L/A.jsonl  each sample's prediction and score
 // --variants FILE adds columns given as attention config JSON (star/eval/eval_variants.h).
+// --prompt-format: the model's chat template (the default where it has one) or RULER's plain
+// prompt (star/eval/eval_prompt.h); --haystack: the essay haystacks from text on every Debian
+// machine (star/eval/haystack_text.h) or generated sentences.
 // scripts/eval/plot_heatmap.py draws OUT/results.json as PNG heatmaps.
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -22,7 +25,9 @@
 #include "star/engine/inference.h"
 #include "star/engine/runtime_model.h"
 #include "star/eval/eval_matrix.h"
+#include "star/eval/eval_prompt.h"
 #include "star/eval/eval_variants.h"
+#include "star/eval/haystack_text.h"
 #include "star/eval/ruler_scoring.h"
 #include "star/eval/ruler_tasks.h"
 
@@ -48,6 +53,8 @@ struct Options {
   std::string attention_config_file;
   AttentionConfig attention;
   std::string variants_file;
+  std::string prompt_format;  // empty: chat when the model has a chat template
+  std::string haystack = "debian";
   // Every column of the tables: the --algorithms on the flags' parameters, then the --variants.
   std::vector<eval::EvalVariant> columns;
 };
@@ -62,19 +69,54 @@ Status write_text(const fs::path& path, const std::string& text) {
   return ok_status();
 }
 
-json sample_line(const eval::TaskSample& s, int64_t length) {
+// The sample as it is fed: context_tokens and query_tokens count the prompt's ids.
+json sample_line(const eval::TaskSample& s, int64_t length, const eval::PromptIds& ids) {
   return json{{"task", s.task},           {"index", s.index},     {"length", length},
               {"input_context", s.context}, {"input_query", s.query}, {"outputs", s.outputs},
-              {"context_tokens", s.context_tokens}, {"query_tokens", s.query_tokens}};
+              {"context_tokens", ids.context.size()}, {"query_tokens", ids.query.size()}};
+}
+
+// What every sample is fed as: the prompt format, its template, and the essay haystacks' text.
+struct PromptSetup {
+  eval::PromptFormat format = eval::PromptFormat::kPlain;
+  eval::ChatTemplate chat;
+  int64_t prompt_tokens = 0;
+  std::vector<std::string> prose;
+  eval::TaskOptions task_options() const { return {.prompt_tokens = prompt_tokens, .prose = prose}; }
+};
+
+Result<PromptSetup> prompt_setup(const Options& o, const RuntimeModel& model) {
+  PromptSetup p;
+  p.chat = eval::chat_template_of(model.chat_template, *model.tokenizer);
+  if (o.prompt_format.empty()) {
+    p.format = p.chat.format == ChatFormat::kNone ? eval::PromptFormat::kPlain : eval::PromptFormat::kChat;
+  } else {
+    p.format = *eval::parse_prompt_format(o.prompt_format);
+    if (p.format == eval::PromptFormat::kChat && p.chat.format == ChatFormat::kNone) {
+      return invalid_argument("--prompt-format chat: " + o.model + " has no chat template starserve can render");
+    }
+  }
+  Result<int64_t> overhead = eval::prompt_overhead_tokens(p.format, p.chat, *model.tokenizer);
+  if (!overhead.ok()) return overhead.status();
+  p.prompt_tokens = *overhead;
+  if (o.haystack == "debian") {
+    Result<std::vector<fs::path>> files = eval::debian_haystack_files();
+    if (!files.ok()) return files.status();
+    Result<std::vector<std::string>> prose = eval::haystack_sentences(*files);
+    if (!prose.ok()) return prose.status();
+    p.prose = std::move(prose).value();
+  }
+  return p;
 }
 
 // Every sample of every task at one length; every rank makes the same ones (same seed, same code).
 // A task that does not fit the length in this model's tokens is left out there (its cells show
 // "–"); --tasks and the lengths were checked before, so that is the only way generation fails.
-std::vector<eval::TaskSample> samples_at(const Options& o, const Tokenizer& tok, int64_t length, bool root) {
+std::vector<eval::TaskSample> samples_at(const Options& o, const Tokenizer& tok, const PromptSetup& prompt,
+                                         int64_t length, bool root) {
   std::vector<eval::TaskSample> all;
   for (const std::string& task : o.tasks) {
-    auto s = eval::make_task_samples(task, tok, length, o.samples, o.seed);
+    auto s = eval::make_task_samples(task, tok, length, o.samples, o.seed, prompt.task_options());
     if (!s.ok()) {
       if (root) spdlog::warn("{} left out at {} tokens: {}", task, length, s.status().message());
       continue;
@@ -82,6 +124,37 @@ std::vector<eval::TaskSample> samples_at(const Options& o, const Tokenizer& tok,
     all.insert(all.end(), s->begin(), s->end());
   }
   return all;
+}
+
+// OUT/results.json and results.md for the cells scored so far (columns not run yet show "–"):
+// written after every column, so a run cut short leaves the tables of what it finished.
+Result<std::string> write_results(const Options& o, const PromptSetup& prompt, const std::vector<eval::CellScore>& cells,
+                                  int ranks) {
+  std::vector<std::string> names;
+  json configs = json::object();
+  for (const eval::EvalVariant& column : o.columns) {
+    names.push_back(column.name);
+    configs[column.name] = attention_config_to_json(column.config);
+  }
+  json results{{"model", o.model},         {"seed", o.seed},     {"samples", o.samples},
+               {"blocks", o.blocks},       {"max_tokens", o.max_tokens}, {"tasks", o.tasks},
+               {"lengths", o.lengths},     {"algorithms", names}, {"kv_dtype", o.kv_dtype},
+               {"prompt_format", eval::prompt_format_name(prompt.format)}, {"haystack", o.haystack},
+               {"attention", attention_config_to_json(o.attention)}, {"configs", configs}, {"cells", json::array()}};
+  for (const auto& c : cells) {
+    results["cells"].push_back(
+        {{"task", c.task}, {"length", c.length}, {"algorithm", c.algorithm}, {"score", c.score}, {"samples", c.samples}});
+  }
+  std::string md = "# star-eval: " + o.model + "\n\n" + std::to_string(o.samples) + " samples per task, seed " +
+                   std::to_string(o.seed) + ", " + std::to_string(o.blocks) + " blocks, " +
+                   std::to_string(ranks) + " rank(s), " + eval::prompt_format_name(prompt.format) +
+                   " prompts, " + o.haystack + " haystacks; RULER string match (all expected strings present).\n\n" +
+                   eval::markdown_tables(cells, o.tasks, o.lengths, names);
+  Status a = write_text(fs::path(o.out) / "results.json", results.dump(2) + "\n");
+  Status b = write_text(fs::path(o.out) / "results.md", md);
+  if (!a.ok()) return a;
+  if (!b.ok()) return b;
+  return md;
 }
 
 int run(const Options& o, Communicator& comm) {
@@ -92,16 +165,30 @@ int run(const Options& o, Communicator& comm) {
     return 1;
   }
   const Tokenizer& tok = *model->tokenizer;
+  Result<PromptSetup> prompt = prompt_setup(o, *model);
+  if (!prompt.ok()) {
+    if (root) spdlog::error("{}", prompt.status().to_string());
+    return 2;
+  }
   std::vector<eval::CellScore> cells;
   for (int64_t length : o.lengths) {
-    const std::vector<eval::TaskSample> samples = samples_at(o, tok, length, root);
+    const std::vector<eval::TaskSample> samples = samples_at(o, tok, *prompt, length, root);
     if (samples.empty()) {
       if (root) spdlog::error("no task fits {} tokens of this model", length);
       return 2;
     }
+    std::vector<eval::PromptIds> ids;
+    for (const eval::TaskSample& s : samples) {
+      Result<eval::EvalPrompt> p = eval::eval_prompt(s, prompt->format, prompt->chat);
+      if (!p.ok()) {
+        if (root) spdlog::error("{} sample {}: {}", s.task, s.index, p.status().to_string());
+        return 3;
+      }
+      ids.push_back(eval::encode_prompt(*p, prompt->format, tok));
+    }
     if (root) {
       std::string lines;
-      for (const auto& s : samples) lines += sample_line(s, length).dump() + "\n";
+      for (size_t i = 0; i < samples.size(); ++i) lines += sample_line(samples[i], length, ids[i]).dump() + "\n";
       if (Status st = write_text(fs::path(o.out) / "tasks" / (std::to_string(length) + ".jsonl"), lines); !st.ok()) {
         spdlog::error("{}", st.to_string());
         return 1;
@@ -113,10 +200,11 @@ int run(const Options& o, Communicator& comm) {
       const AttentionConfig& base = column.config;
       std::map<std::string, double> sums;
       std::string lines;
-      for (const eval::TaskSample& s : samples) {
+      for (size_t i = 0; i < samples.size(); ++i) {
+        const eval::TaskSample& s = samples[i];
         InferenceRequest request;
-        request.context_ids = tok.encode(s.context, EncodeOptions{.add_bos = true});
-        request.query_ids = tok.encode(s.query);
+        request.context_ids = ids[i].context;
+        request.query_ids = ids[i].query;
         request.attention = eval::with_blocks(base, static_cast<int64_t>(request.context_ids.size()), o.blocks);
         request.generation.max_tokens = o.max_tokens;
         Result<InferenceOutcome> outcome = run_inference(*model, comm, request);
@@ -127,7 +215,7 @@ int run(const Options& o, Communicator& comm) {
         if (!root) continue;
         const double score = eval::score(eval::find_task(s.task)->metric, outcome->generation.text, s.outputs);
         sums[s.task] += score;
-        json line = sample_line(s, length);
+        json line = sample_line(s, length, ids[i]);
         line.erase("input_context");
         line["algorithm"] = algorithm;
         line["pred"] = outcome->generation.text;
@@ -147,34 +235,19 @@ int run(const Options& o, Communicator& comm) {
       for (const auto& [task, sum] : sums) mean += sum / o.samples;
       spdlog::warn("{} tokens, {}: mean score {:.1f}% over {} tasks", length, algorithm, 100.0 * mean / sums.size(),
                    sums.size());
+      if (Result<std::string> md = write_results(o, *prompt, cells, comm.size()); !md.ok()) {
+        spdlog::error("{}", md.status().to_string());
+        return 1;
+      }
     }
   }
   if (!root || o.tasks_only) return 0;
-  std::vector<std::string> names;
-  json configs = json::object();
-  for (const eval::EvalVariant& column : o.columns) {
-    names.push_back(column.name);
-    configs[column.name] = attention_config_to_json(column.config);
-  }
-  json results{{"model", o.model},         {"seed", o.seed},     {"samples", o.samples},
-               {"blocks", o.blocks},       {"max_tokens", o.max_tokens}, {"tasks", o.tasks},
-               {"lengths", o.lengths},     {"algorithms", names}, {"kv_dtype", o.kv_dtype},
-               {"attention", attention_config_to_json(o.attention)}, {"configs", configs}, {"cells", json::array()}};
-  for (const auto& c : cells) {
-    results["cells"].push_back(
-        {{"task", c.task}, {"length", c.length}, {"algorithm", c.algorithm}, {"score", c.score}, {"samples", c.samples}});
-  }
-  std::string md = "# star-eval: " + o.model + "\n\n" + std::to_string(o.samples) + " samples per task, seed " +
-                   std::to_string(o.seed) + ", " + std::to_string(o.blocks) + " blocks, " +
-                   std::to_string(comm.size()) + " rank(s); RULER string match (all expected strings present).\n\n" +
-                   eval::markdown_tables(cells, o.tasks, o.lengths, names);
-  Status a = write_text(fs::path(o.out) / "results.json", results.dump(2) + "\n");
-  Status b = write_text(fs::path(o.out) / "results.md", md);
-  if (!a.ok() || !b.ok()) {
-    spdlog::error("{}", (a.ok() ? b : a).to_string());
+  Result<std::string> md = write_results(o, *prompt, cells, comm.size());
+  if (!md.ok()) {
+    spdlog::error("{}", md.status().to_string());
     return 1;
   }
-  std::fputs(md.c_str(), stdout);
+  std::fputs(md->c_str(), stdout);
   return 0;
 }
 
@@ -210,6 +283,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-tokens", o.max_tokens, "tokens generated per answer at most")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->capture_default_str();
+  app.add_option("--prompt-format", o.prompt_format,
+                 "plain (RULER's text) or chat (the model's chat template); default: chat when the model has one")
+      ->check(CLI::IsMember({"plain", "chat"}));
+  app.add_option("--haystack", o.haystack,
+                 "essay haystacks from debian (licenses and Python docstrings on every Debian machine) or generated "
+                 "sentences")
+      ->check(CLI::IsMember({"debian", "generated"}))
       ->capture_default_str();
   app.add_flag("--tasks-only", o.tasks_only, "write OUT/tasks/*.jsonl and stop");
   app.add_option("--log-level", o.log_level, "trace|debug|info|warn|error")->capture_default_str();

@@ -14,7 +14,7 @@
 #include "star/common/status.h"
 #include "star/tokenizer/chat_format.h"
 
-namespace star::http {
+namespace star {
 
 struct ChatMessage {
   std::string role;  // system | user | assistant
@@ -42,4 +42,4 @@ struct RenderedChat {
 Result<RenderedChat> render_chat(ChatFormat format, std::span<const ChatMessage> messages,
                                  const ChatSpecialTokens& tokens, bool add_generation_prompt = true);
 
-}  // namespace star::http
+}  // namespace star

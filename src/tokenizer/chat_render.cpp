@@ -1,8 +1,8 @@
-#include "star/http/chat_render.h"
+#include "star/tokenizer/chat_render.h"
 
 #include <vector>
 
-namespace star::http {
+namespace star {
 
 namespace {
 
@@ -128,4 +128,4 @@ Result<RenderedChat> render_chat(ChatFormat format, std::span<const ChatMessage>
   return pieces->split();
 }
 
-}  // namespace star::http
+}  // namespace star
