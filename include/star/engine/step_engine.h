@@ -8,8 +8,10 @@
 // one broadcast serves a step. Every rank derives its state from the messages alone, in sequence-id
 // order, so every rank builds the same forward: a stop id / end id (unless ignore_eos) or the
 // max_tokens-th token ends a sequence on rank 0 at once (kDone) and on every rank when that token
-// arrives in `sampled`; it never needs a forward. Stop strings are the scheduler's business: it
-// sends the id in `finished`.
+// arrives in `sampled`; it never needs a forward. So rank 0 sends every kToken's token back in the
+// next `sampled` (the last one too), or the id in `finished`: until then the other ranks hold the
+// sequence. Stop strings are the scheduler's business: it sends the id in `finished`. A sequence
+// dropped by `finished` gets no event.
 //
 // A request error (a bad plan, a token outside the vocabulary, a backend that cannot run the
 // algorithm) fails that sequence only, with the same verdict on every rank (kFailed); a failed
