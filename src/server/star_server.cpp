@@ -145,7 +145,7 @@ void StarServer::stop(std::chrono::steady_clock::time_point deadline) {
     server_->GetHealthCheckService()->SetServingStatus(false);
     service_.stop_serving(deadline);
   }
-  queue_.close();
+  queue_.close(deadline);
 }
 
 }  // namespace star::server

@@ -4,8 +4,14 @@
 
 namespace star::server {
 
+namespace {
+
+bool is_release(const std::shared_ptr<Job>& job) { return std::holds_alternative<ReleaseWork>(job->work); }
+
+}  // namespace
+
 Status WorkQueue::push(std::shared_ptr<Job> job) {
-  const bool is_request = !std::holds_alternative<ReleaseWork>(job->work);
+  const bool is_request = !is_release(job);
   {
     std::lock_guard lock(mutex_);
     if (closed_) return unavailable("the server is shutting down");
@@ -22,7 +28,11 @@ Status WorkQueue::push(std::shared_ptr<Job> job) {
 
 bool WorkQueue::wait_for_work() {
   std::unique_lock lock(mutex_);
-  ready_.wait(lock, [&] { return !jobs_.empty() || closed_; });
+  ready_.wait(lock, [&] {
+    if (Clock::now() < cut_) return !jobs_.empty() || closed_;
+    // Past the cut only releases start; the requests left wait for their handlers to remove them.
+    return jobs_.empty() || std::any_of(jobs_.begin(), jobs_.end(), is_release);
+  });
   return !jobs_.empty();
 }
 
@@ -35,7 +45,8 @@ bool WorkQueue::take(const std::shared_ptr<Job>& job) {
   std::lock_guard lock(mutex_);
   auto it = std::find(jobs_.begin(), jobs_.end(), job);
   if (it == jobs_.end()) return false;
-  if (!std::holds_alternative<ReleaseWork>(job->work)) {
+  if (!is_release(job)) {
+    if (Clock::now() >= cut_) return false;
     --requests_;
     ++running_;
   }
@@ -49,18 +60,23 @@ void WorkQueue::ended() {
 }
 
 bool WorkQueue::remove(const std::shared_ptr<Job>& job) {
-  std::lock_guard lock(mutex_);
-  auto it = std::find(jobs_.begin(), jobs_.end(), job);
-  if (it == jobs_.end()) return false;
-  if (!std::holds_alternative<ReleaseWork>(job->work)) --requests_;
-  jobs_.erase(it);
+  {
+    std::lock_guard lock(mutex_);
+    auto it = std::find(jobs_.begin(), jobs_.end(), job);
+    if (it == jobs_.end()) return false;
+    if (!is_release(job)) --requests_;
+    jobs_.erase(it);
+  }
+  // The engine may be waiting past the cut for the queue to empty.
+  ready_.notify_all();
   return true;
 }
 
-void WorkQueue::close() {
+void WorkQueue::close(Clock::time_point cut) {
   {
     std::lock_guard lock(mutex_);
     closed_ = true;
+    cut_ = cut;
   }
   ready_.notify_all();
 }

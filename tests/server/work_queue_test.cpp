@@ -100,5 +100,25 @@ TEST(WorkQueue, WaitForWorkWaitsForAPushOrClose) {
   EXPECT_FALSE(work);
 }
 
+// Past the shutdown's cut the engine starts no request: each one's handler cuts it at that moment
+// and must be the one to answer it, so the engine waits for the handlers to take them back out.
+TEST(WorkQueue, PastTheShutdownCutRequestsStayForTheirHandlers) {
+  WorkQueue q(4);
+  auto a = request_job("a");
+  auto release = release_job();
+  ASSERT_TRUE(q.push(a).ok());
+  ASSERT_TRUE(q.push(release).ok());
+  q.close(Clock::now());
+  EXPECT_FALSE(q.take(a)) << "a request past the cut is its handler's";
+  EXPECT_TRUE(q.wait_for_work()) << "a release still runs";
+  EXPECT_TRUE(q.take(release));
+  bool work = true;
+  std::thread engine([&] { work = q.wait_for_work(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(q.remove(a));
+  engine.join();
+  EXPECT_FALSE(work) << "closed, and nothing left once the handler took its request";
+}
+
 }  // namespace
 }  // namespace star::server

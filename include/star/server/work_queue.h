@@ -57,19 +57,22 @@ class WorkQueue {
   // RESOURCE_EXHAUSTED when `capacity` jobs wait already (ReleaseWork is never refused for that),
   // UNAVAILABLE once closed.
   Status push(std::shared_ptr<Job> job);
-  // Waits until a job is queued (true) or the queue is closed and empty (false).
+  // Waits until a job the engine may take is queued (true) or the queue is closed and empty (false).
   bool wait_for_work();
   // The queued jobs, first in first out (the engine decides which to take).
   std::vector<std::shared_ptr<Job>> waiting() const;
   // Takes a queued job out for the engine; false when it is no longer queued (its handler took it
-  // out). A request taken counts as running until ended() is called for it.
+  // out) or when it is a request and the shutdown's cut has passed (see close()). A request taken
+  // counts as running until ended() is called for it.
   bool take(const std::shared_ptr<Job>& job);
   // The engine is done with a request it took (whatever the outcome).
   void ended();
   // Takes a job out before the engine got to it; false when it is no longer queued.
   bool remove(const std::shared_ptr<Job>& job);
-  // Refuses new jobs from now on; the queued ones can still be taken.
-  void close();
+  // Refuses new jobs from now on; the queued ones can still be taken until `cut`, the shutdown's
+  // deadline. From then on no request starts: their handlers, which cut them at the same moment,
+  // take them back out and answer them, and the engine must not race them to it.
+  void close(Clock::time_point cut = Clock::time_point::max());
 
   size_t size() const;  // requests waiting
   size_t running() const;  // requests taken and not ended
@@ -83,6 +86,7 @@ class WorkQueue {
   size_t requests_ = 0;  // jobs_ without ReleaseWork
   size_t running_ = 0;
   bool closed_ = false;
+  Clock::time_point cut_ = Clock::time_point::max();
 };
 
 }  // namespace star::server
