@@ -210,7 +210,9 @@ TEST_F(InProcessServer, ContextsAnswerLikeInlineRequestsAndAreReleasedOnEveryRan
 // one has its first token before any has its last) and each answers exactly what it answers alone.
 TEST_F(InProcessServer, ConcurrentQueriesOnOneContextStreamTogetherAndAnswerAsAlone) {
   constexpr int kQueries = 4;
-  constexpr int kMaxTokens = 48;
+  // Long enough that no answer can end before the last client's call reaches the server, even on a
+  // loaded machine (48 tokens of the tiny model took less than one call's arrival under ctest -j2).
+  constexpr int kMaxTokens = 1000;
   RunningServer running(model_dir(), {});
   v1::CreateContextRequest create;
   create.set_text(context_text(12));
