@@ -12,6 +12,8 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler zlib1g-dev
   libspdlog-dev nlohmann-json3-dev libcli11-dev
   libopenblas-dev libdnnl-dev libpcre2-dev libcpp-httplib-dev
+  # oneDNN's CMake config requires OpenCL's (only a Recommends of libdnnl-dev).
+  ocl-icd-opencl-dev
   python3 python3-pip
 )
 demo_only=0
