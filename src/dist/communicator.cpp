@@ -30,6 +30,12 @@ Status Communicator::all_gather(const void* send, size_t bytes, void* recv) {
   return do_all_gather(send, bytes, recv);
 }
 
+Status Communicator::all_gather_ordered(const void* send, size_t bytes, void* recv, void* stream) {
+  if (Status s = check_buffer("all_gather_ordered", "send", send, bytes); !s.ok()) return s;
+  if (Status s = check_buffer("all_gather_ordered", "recv", recv, bytes); !s.ok()) return s;
+  return do_all_gather_ordered(send, bytes, recv, stream);
+}
+
 Status Communicator::broadcast(void* data, size_t bytes, int root) {
   if (Status s = check_rank("broadcast", "root", root); !s.ok()) return s;
   if (Status s = check_buffer("broadcast", "data", data, bytes); !s.ok()) return s;

@@ -37,10 +37,14 @@ struct NcclCommunicator::Handle {
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
   int* barrier_word = nullptr;  // one device int that barrier() all-reduces
+  cudaEvent_t caller_ready = nullptr;  // all_gather_ordered: the caller's work before the gather
+  cudaEvent_t gathered = nullptr;      // all_gather_ordered: the gather, for the caller's stream
 
   ~Handle() {
     if (comm != nullptr) ncclCommDestroy(comm);
     if (barrier_word != nullptr) cudaFree(barrier_word);
+    if (caller_ready != nullptr) cudaEventDestroy(caller_ready);
+    if (gathered != nullptr) cudaEventDestroy(gathered);
     if (stream != nullptr) cudaStreamDestroy(stream);
   }
 };
@@ -118,6 +122,13 @@ Result<std::unique_ptr<NcclCommunicator>> NcclCommunicator::create_world() {
       !s.ok()) {
     return s;
   }
+  for (cudaEvent_t* event : {&handle->caller_ready, &handle->gathered}) {
+    if (Status s = cuda::cuda_status(cudaEventCreateWithFlags(event, cudaEventDisableTiming),
+                                     "NcclCommunicator: cudaEventCreateWithFlags");
+        !s.ok()) {
+      return s;
+    }
+  }
   if (Status s = nccl_status("ncclCommInitRank", ncclCommInitRank(&handle->comm, size, bootstrap.id, rank));
       !s.ok()) {
     return s;
@@ -142,6 +153,39 @@ Status NcclCommunicator::do_all_gather(const void* send, size_t bytes, void* rec
   if (bytes == 0) return ok_status();
   return finish("ncclAllGather",
                 ncclAllGather(send, recv, bytes, ncclUint8, handle_->comm, handle_->stream));
+}
+
+Status NcclCommunicator::do_all_gather_ordered(const void* send, size_t bytes, void* recv, void* stream) {
+  if (bytes == 0) return ok_status();
+  // Nothing waits for an ordered gather, so a failure inside one surfaces at the next.
+  ncclResult_t earlier = ncclSuccess;
+  if (Status s = nccl_status("ncclCommGetAsyncError", ncclCommGetAsyncError(handle_->comm, &earlier)); !s.ok()) {
+    return s;
+  }
+  if (Status s = nccl_status("an earlier stream-ordered ncclAllGather", earlier); !s.ok()) return s;
+  const auto caller = static_cast<cudaStream_t>(stream);
+  if (Status s = cuda::cuda_status(cudaEventRecord(handle_->caller_ready, caller),
+                                   "ncclAllGather (ordered): recording the caller's stream");
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = cuda::cuda_status(cudaStreamWaitEvent(handle_->stream, handle_->caller_ready, 0),
+                                   "ncclAllGather (ordered): waiting for the caller's stream");
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = nccl_status("ncclAllGather (ordered)",
+                             ncclAllGather(send, recv, bytes, ncclUint8, handle_->comm, handle_->stream));
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = cuda::cuda_status(cudaEventRecord(handle_->gathered, handle_->stream),
+                                   "ncclAllGather (ordered): recording the gather");
+      !s.ok()) {
+    return s;
+  }
+  return cuda::cuda_status(cudaStreamWaitEvent(caller, handle_->gathered, 0),
+                           "ncclAllGather (ordered): ordering the caller's stream after the gather");
 }
 
 Status NcclCommunicator::do_broadcast(void* data, size_t bytes, int root) {

@@ -72,6 +72,30 @@ inline void expect_all_gather_floats(Communicator& comm) {
   expect_invalid_argument(comm.all_gather(mine, too_small), "recv");
 }
 
+// A host communicator has no device streams: its stream-ordered all-gather is the blocking one,
+// with the same arguments checked (the stream is not used, so null is fine).
+inline void expect_ordered_all_gather_is_the_blocking_one(Communicator& comm) {
+  EXPECT_FALSE(comm.orders_on_device_streams());
+  for (size_t bytes : {size_t{0}, size_t{13}, size_t{4099}}) {
+    SCOPED_TRACE("bytes " + std::to_string(bytes));
+    const std::vector<unsigned char> mine = byte_pattern(comm.rank(), bytes, 2);
+    std::vector<unsigned char> blocking(bytes * static_cast<size_t>(comm.size()), 0xEE);
+    std::vector<unsigned char> ordered(blocking.size(), 0x11);
+    EXPECT_TRUE(comm.all_gather(mine.data(), bytes, blocking.data()).ok());
+    EXPECT_TRUE(comm.all_gather_ordered(mine.data(), bytes, ordered.data(), nullptr).ok());
+    for (int r = 0; r < comm.size(); ++r) {
+      const auto from = ordered.begin() + static_cast<std::ptrdiff_t>(r * bytes);
+      EXPECT_EQ(std::vector<unsigned char>(from, from + static_cast<std::ptrdiff_t>(bytes)),
+                byte_pattern(r, bytes, 2))
+          << "rank " << r << "'s slot";
+    }
+    EXPECT_EQ(ordered, blocking);
+  }
+  std::vector<unsigned char> recv(4 * static_cast<size_t>(comm.size()));
+  expect_invalid_argument(comm.all_gather_ordered(nullptr, 4, recv.data(), nullptr), "send");
+  expect_invalid_argument(comm.all_gather_ordered(recv.data(), 4, nullptr, nullptr), "recv");
+}
+
 inline void expect_broadcast_from_every_root(Communicator& comm) {
   for (int root = 0; root < comm.size(); ++root) {
     for (size_t bytes : {size_t{0}, size_t{5}, size_t{4099}}) {

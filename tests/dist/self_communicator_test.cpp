@@ -30,6 +30,11 @@ TEST(SelfCommunicator, AllGatherFloats) {
   expect_all_gather_floats(comm);
 }
 
+TEST(SelfCommunicator, OrderedAllGatherIsTheBlockingOne) {
+  SelfCommunicator comm;
+  expect_ordered_all_gather_is_the_blocking_one(comm);
+}
+
 TEST(SelfCommunicator, Broadcast) {
   SelfCommunicator comm;
   expect_broadcast_from_every_root(comm);

@@ -45,6 +45,7 @@ TEST_P(MpiSuite, RankAndSizeMatchTheWorld) {
 
 TEST_P(MpiSuite, AllGatherBytes) { expect_all_gather_bytes(*comm_); }
 TEST_P(MpiSuite, AllGatherFloats) { expect_all_gather_floats(*comm_); }
+TEST_P(MpiSuite, OrderedAllGatherIsTheBlockingOne) { expect_ordered_all_gather_is_the_blocking_one(*comm_); }
 TEST_P(MpiSuite, Broadcast) { expect_broadcast_from_every_root(*comm_); }
 TEST_P(MpiSuite, SendRecv) { expect_send_recv_shifts(*comm_); }
 TEST_P(MpiSuite, Barrier) { expect_barrier(*comm_); }

@@ -23,7 +23,8 @@
 //   Status merge_packed(packed, partials, n, AttentionShape, out, lse, Context)  merge_packed_partials
 //   Status reserve(Floats&, int64_t count); float* data(Floats&)  scratch of at least count floats
 //   Status copy(float* dst, const float* src, int64_t count, Context)
-//   Status finish(Context)                                        results visible to the host
+//   Status all_gather(Communicator&, send, count, recv, Context)   every rank's count floats, rank-major,
+//                                                                 ordered after the work on Context
 #pragma once
 
 #include <algorithm>
@@ -194,12 +195,8 @@ class ShardedQuerySituation {
     }
     if (comm_.size() == 1) return B::copy(out, local_out, n * qf, ctx);
     const int64_t per_rank = n * shape_.n_heads * (shape_.head_dim + 1);
-    if (Status s = B::finish(ctx); !s.ok()) return s;
     const auto start = std::chrono::steady_clock::now();
-    if (Status s = comm_.all_gather(local_out, static_cast<size_t>(per_rank) * sizeof(float), B::data(gathered_));
-        !s.ok()) {
-      return s;
-    }
+    if (Status s = B::all_gather(comm_, local_out, per_rank, B::data(gathered_), ctx); !s.ok()) return s;
     floats_sent_ += per_rank;
     Status merged = B::merge_packed(B::data(gathered_), comm_.size(), n, shape_, out, B::data(lse_), ctx);
     gather_merge_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -208,7 +205,7 @@ class ShardedQuerySituation {
 
   // Floats this rank sent in all-gathers so far (Hq·(d+1) per layer and token).
   int64_t floats_sent() const { return floats_sent_; }
-  // Wall seconds in the all-gather and the merge (on CUDA: launching it) so far.
+  // Wall seconds in the all-gather and the merge so far (on CUDA over NCCL: enqueueing both).
   double gather_merge_seconds() const { return gather_merge_seconds_; }
 
  private:
@@ -303,12 +300,8 @@ class BatchedQuerySituation {
     }
     if (comm_.size() == 1) return B::copy(out, local_out, n * qf, ctx);
     const int64_t per_rank = n * H * (shape_.head_dim + 1);
-    if (Status s = B::finish(ctx); !s.ok()) return s;
     const auto start = std::chrono::steady_clock::now();
-    if (Status s = comm_.all_gather(local_out, static_cast<size_t>(per_rank) * sizeof(float), B::data(gathered_));
-        !s.ok()) {
-      return s;
-    }
+    if (Status s = B::all_gather(comm_, local_out, per_rank, B::data(gathered_), ctx); !s.ok()) return s;
     floats_sent_ += per_rank;
     // The merge is per row, so one call serves every slot.
     Status merged = B::merge_packed(B::data(gathered_), comm_.size(), n, shape_, out, B::data(lse_), ctx);

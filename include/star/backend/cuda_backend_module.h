@@ -20,8 +20,9 @@
 
 namespace star {
 
-// Bump whenever CudaBackend, CudaModelBenchmark or CudaBackendEntry change.
-inline constexpr uint32_t kCudaBackendInterfaceVersion = 1;
+// Bump whenever CudaBackend, CudaModelBenchmark or CudaBackendEntry change, or the virtual functions
+// of a type that crosses the seam (2: Communicator's stream-ordered all-gather).
+inline constexpr uint32_t kCudaBackendInterfaceVersion = 2;
 
 inline constexpr const char* kCudaBackendLibrary = "libstar_cuda_backend.so";
 inline constexpr const char* kCudaBackendEntrySymbol = "star_cuda_backend_entry";

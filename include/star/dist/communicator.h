@@ -6,6 +6,11 @@
 // Arguments are checked before anything is sent; a bad argument gives INVALID_ARGUMENT on the rank
 // that passed it, so a call that is wrong on one rank only leaves its peers waiting.
 // Send and receive buffers must not overlap.
+//
+// all_gather_ordered is the all-gather of a device pipeline: a communicator that runs on device
+// streams (NCCL) enqueues it after the work already on the caller's stream and makes the work
+// enqueued there later wait for it, without blocking the host; the others (MPI, self) run the
+// blocking all_gather, so their callers must have finished writing `send` first.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +36,12 @@ class Communicator {
   Status send_recv(const void* send, size_t send_bytes, int dest, void* recv, size_t recv_bytes,
                    int source);
   Status barrier();
+  // all_gather ordered on `stream` (a cudaStream_t where orders_on_device_streams(), else unused):
+  // may return before the bytes have moved; errors of the enqueueing come back here, and a
+  // communicator reports a failure of an earlier enqueued collective at its next call.
+  Status all_gather_ordered(const void* send, size_t bytes, void* recv, void* stream);
+  // True where all_gather_ordered follows the stream instead of blocking.
+  virtual bool orders_on_device_streams() const { return false; }
 
   // Typed helpers over the byte collectives.
   // send: [n]; recv: [size() * n], rank-major.
@@ -46,6 +57,9 @@ class Communicator {
   virtual Status do_send_recv(const void* send, size_t send_bytes, int dest, void* recv,
                               size_t recv_bytes, int source) = 0;
   virtual Status do_barrier() = 0;
+  virtual Status do_all_gather_ordered(const void* send, size_t bytes, void* recv, void* /*stream*/) {
+    return do_all_gather(send, bytes, recv);
+  }
 
   Status check_rank(const char* operation, const char* role, int value) const;
 };

@@ -7,8 +7,12 @@
 // MPI: rank 0 creates the ncclUniqueId, MPI broadcasts it, every rank calls ncclCommInitRank.
 //
 // Every collective is enqueued on stream() (a blocking stream, so it also follows work on the
-// legacy default stream) and waited for before the call returns, like MPI's blocking calls. The
-// caller must have finished writing send buffers on any other stream. Every buffer must be device
+// legacy default stream). The blocking calls wait for it before they return, like MPI's; the
+// caller must have finished writing their send buffers on any other stream. all_gather_ordered
+// instead joins the caller's stream by events (record on the caller's stream, stream() waits,
+// gathers, records; the caller's stream waits): the gather starts after the caller's earlier work,
+// its later work sees the result, and the host waits for nothing. Keeping every collective on the
+// one stream() keeps them in call order on the GPU, as NCCL requires. Every buffer must be device
 // memory of this rank's GPU (or memory NCCL can reach from it).
 #pragma once
 
@@ -45,9 +49,10 @@ class NcclCommunicator final : public Communicator {
   int size() const override { return size_; }
   int device() const { return device_; }  // the CUDA device this rank drives
   cudaStream_t stream() const;
+  bool orders_on_device_streams() const override { return true; }
 
  private:
-  struct Handle;  // the ncclComm_t, stream and barrier scratch, so this header needs no <nccl.h>
+  struct Handle;  // the ncclComm_t, stream, events and barrier scratch, so this header needs no <nccl.h>
 
   NcclCommunicator(std::unique_ptr<Handle> handle, int rank, int size, int device);
 
@@ -56,6 +61,7 @@ class NcclCommunicator final : public Communicator {
   Status do_send_recv(const void* send, size_t send_bytes, int dest, void* recv, size_t recv_bytes,
                       int source) override;
   Status do_barrier() override;
+  Status do_all_gather_ordered(const void* send, size_t bytes, void* recv, void* stream) override;
 
   // Waits for the collectives just enqueued and turns a failure into a Status naming `call`.
   Status finish(const char* call, int nccl_result);

@@ -46,4 +46,8 @@ Status AttentionPrimitives::copy(float* dst, const float* src, int64_t count, Co
   return ok_status();
 }
 
+Status AttentionPrimitives::all_gather(Communicator& comm, const float* send, int64_t count, float* recv, Context) {
+  return comm.all_gather(send, static_cast<size_t>(count) * sizeof(float), recv);
+}
+
 }  // namespace star::cpu

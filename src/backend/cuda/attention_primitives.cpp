@@ -52,8 +52,15 @@ Status AttentionPrimitives::copy(float* dst, const float* src, int64_t count, Co
                      "attention: copying the local output");
 }
 
-Status AttentionPrimitives::finish(Context stream) {
-  return cuda_status(cudaStreamSynchronize(stream), "attention: before the all-gather");
+Status AttentionPrimitives::all_gather(Communicator& comm, const float* send, int64_t count, float* recv,
+                                       Context stream) {
+  const size_t bytes = static_cast<size_t>(count) * sizeof(float);
+  if (comm.orders_on_device_streams()) return comm.all_gather_ordered(send, bytes, recv, stream);
+  if (Status s = cuda_status(cudaStreamSynchronize(stream), "attention: before a host transport's all-gather");
+      !s.ok()) {
+    return s;
+  }
+  return comm.all_gather(send, bytes, recv);
 }
 
 }  // namespace star::cuda

@@ -98,6 +98,8 @@ int run_phase_command(const CLI::App& command, const PhaseCommandOptions& o) {
     const LlamaConfig& c = model->llama->config();
     const int64_t query_floats = comm.size() > 1 ? c.n_layers * query * c.n_heads * (c.head_dim + 1) : 0;
     j["bytes_sent_per_decode_step"] = steps > 1 ? 4.0 * static_cast<double>(g.floats_sent - query_floats) / (steps - 1) : 0.0;
+    // Host time in the all-gathers and merges; on --backend cuda over NCCL only enqueueing them,
+    // as the GPU runs them in the model's stream order and the host waits at the logits instead.
     j["gather_merge_fraction_of_decode"] = g.decode_seconds > 0 ? g.decode_gather_merge_seconds / g.decode_seconds : 0.0;
     std::printf("%s\n", j.dump().c_str());
   }

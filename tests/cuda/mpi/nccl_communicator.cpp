@@ -69,6 +69,33 @@ TEST_F(Nccl, AllGatherOnDeviceBuffers) {
   }
 }
 
+// The ordered gather follows a fill enqueued on the caller's stream and precedes a copy enqueued
+// after it, with no host synchronization in between (only the final one, before reading).
+TEST_F(Nccl, OrderedAllGatherFollowsTheCallersStream) {
+  ASSERT_TRUE(comm_->orders_on_device_streams());
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  const size_t bytes = size_t{1} << 20;
+  auto send = testing::device_zeros<unsigned char>(bytes);
+  auto recv = testing::device_zeros<unsigned char>(bytes * static_cast<size_t>(comm_->size()));
+  std::vector<unsigned char> all(recv.size());
+  for (int round = 1; round <= 3; ++round) {
+    SCOPED_TRACE(round);
+    ASSERT_EQ(cudaMemsetAsync(send.data(), comm_->rank() * 16 + round, bytes, stream), cudaSuccess);
+    const Status s = comm_->all_gather_ordered(send.data(), bytes, recv.data(), stream);
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    ASSERT_EQ(cudaMemcpyAsync(all.data(), recv.data(), all.size(), cudaMemcpyDeviceToHost, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    for (int r = 0; r < comm_->size(); ++r) {
+      const auto from = all.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(r) * bytes);
+      EXPECT_EQ(std::vector<unsigned char>(from, from + static_cast<std::ptrdiff_t>(bytes)),
+                std::vector<unsigned char>(bytes, static_cast<unsigned char>(r * 16 + round)))
+          << "rank " << r << "'s slot";
+    }
+  }
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+}
+
 TEST_F(Nccl, BroadcastFromEveryRoot) {
   for (int root = 0; root < comm_->size(); ++root) {
     auto data = to_device(pattern(comm_->rank(), 4099, root));

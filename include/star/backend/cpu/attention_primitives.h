@@ -1,6 +1,7 @@
 // The CPU backend's attention primitives, the operations the situations of
 // star/attention/attention_situations.h are written over: grow and store a host KvCache, attend
-// to a run of its rows (cpu::attention_forward), merge partials (merge.h). Work runs when called.
+// to a run of its rows (cpu::attention_forward), merge partials (merge.h), all-gather partials on
+// the host communicator. Work runs when called.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include "star/attention/attention_shape.h"
 #include "star/backend/cpu/attention.h"
 #include "star/common/status.h"
+#include "star/dist/communicator.h"
 #include "star/model/kv_cache.h"
 
 namespace star::cpu {
@@ -31,7 +33,7 @@ struct AttentionPrimitives {
   static Status reserve(Floats& floats, int64_t count);
   static float* data(Floats& floats) { return floats.data(); }
   static Status copy(float* dst, const float* src, int64_t count, Context);
-  static Status finish(Context) { return ok_status(); }
+  static Status all_gather(Communicator& comm, const float* send, int64_t count, float* recv, Context);
 };
 
 }  // namespace star::cpu

@@ -1,7 +1,8 @@
 // The CUDA backend's attention primitives, the operations the situations of
 // star/attention/attention_situations.h are written over: grow and store a bf16 DeviceKvCache,
-// attend to a run of its rows (cuda::attention_forward), merge partials on the device. Work is
-// enqueued on the stream each call carries; finish waits for it.
+// attend to a run of its rows (cuda::attention_forward), merge partials on the device, all-gather
+// partials. Work is enqueued on the stream each call carries; none of them waits for it, but for an
+// all-gather over a communicator that runs on the host.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -13,6 +14,7 @@
 #include "star/backend/cuda/device_buffer.h"
 #include "star/backend/cuda/kv_cache.h"
 #include "star/common/status.h"
+#include "star/dist/communicator.h"
 
 namespace star::cuda {
 
@@ -36,8 +38,10 @@ struct AttentionPrimitives {
   static Status reserve(Floats& floats, int64_t count);
   static float* data(Floats& floats) { return floats.data(); }
   static Status copy(float* dst, const float* src, int64_t count, Context stream);
-  // The stream's work done, so that a communicator may read the results.
-  static Status finish(Context stream);
+  // recv = every rank's `count` floats of send. Ordered on the stream where comm runs on device
+  // streams (NCCL); otherwise (a CUDA-aware host transport) the stream is synchronized first, since
+  // such a transport reads send when called.
+  static Status all_gather(Communicator& comm, const float* send, int64_t count, float* recv, Context stream);
 };
 
 }  // namespace star::cuda

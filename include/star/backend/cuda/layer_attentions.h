@@ -61,8 +61,9 @@ class DevicePrefixedBlockAttention final : public DeviceLayerAttention {
 
 class DeviceShardedQueryAttention final : public DeviceLayerAttention {
  public:
-  // comm must take device buffers (NcclCommunicator, or a CUDA-aware transport); the stream is
-  // synchronized before each all-gather, so comm may run on a stream of its own.
+  // comm must take device buffers (NcclCommunicator, or a CUDA-aware transport). Over NCCL the
+  // all-gather and the merge are ordered on the model's stream and the host waits for neither; a
+  // transport that runs on the host gets the stream synchronized before each all-gather.
   // is_query_host: this rank appends the new tokens' KV to its shard and masks them causally;
   // the other ranks attend to their whole shard without a mask.
   DeviceShardedQueryAttention(AttentionShape shape, Communicator& comm, DeviceKvCache& shard, bool is_query_host,
@@ -76,7 +77,7 @@ class DeviceShardedQueryAttention final : public DeviceLayerAttention {
 
   // Floats this rank sent in all-gathers so far (Hq·(d+1) per layer and token).
   int64_t floats_sent() const { return situation_.floats_sent(); }
-  // Wall seconds in the all-gather and launching the merge (which then runs asynchronously).
+  // Wall seconds in the all-gather and the merge, on the host: over NCCL the time to enqueue both.
   double gather_merge_seconds() const { return situation_.gather_merge_seconds(); }
 
  private:
