@@ -132,7 +132,7 @@ else
   refused "missing module" "" "$work/bin/libstar_cuda_backend\.so: .*cannot open shared object file"
   refused "library without the entry point" "$(ldd "$star_run" | grep -Eo '/[^ ]*/libm\.so\.[0-9]+')" \
     "not a starserve CUDA backend \(no star_cuda_backend_entry\)"
-  refused "module of another interface version" "$fake_version" "interface version 2, this binary needs 1"
+  refused "module of another interface version" "$fake_version" "interface version 3, this binary needs 2"
   refused "module of another layout" "$fake_layout" "built from other sources than this binary"
 fi
 
