@@ -8,7 +8,6 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-#include "q6_k_dot.h"
 #include "row_dots.h"
 #include "star/quant/blocks.h"
 
@@ -122,10 +121,6 @@ STAR_AVX512 float bf16_bf16_avx512(const std::byte* w, const std::byte* x, int64
     sum += wf * xf;
   }
   return sum;
-}
-
-STAR_AVX512 float q6_k_q8_0_avx512(const std::byte* w, const std::byte* x, int64_t k) {
-  return q6_k_q8_0_dot(w, x, k, [](uint16_t h) STAR_AVX512 { return _cvtsh_ss(h); });
 }
 
 }  // namespace star::cpu::row_dots
