@@ -57,8 +57,9 @@ struct DotKernel {
 const DotKernel* find_dot_kernel(DType weight_type, Isa isa);
 
 // A kernel for `weight_type` whose activations stay float32 (activation_type kF32), or nullptr:
-// Q4_1, Q8_0 and Q6_K (codes widened to float in registers) and F16. For products where rounding the
-// activations costs accuracy (the output projection; every Q4_1 product, see matmul.cpp).
+// Q4_1, Q8_0 and Q6_K (codes widened to float in registers), F16 and BF16. For products where
+// rounding the activations costs accuracy (the output projection; every Q4_1 product, see
+// matmul.cpp).
 const DotKernel* find_float_dot_kernel(DType weight_type, Isa isa);
 
 // Bytes of one activation row of k elements (k a multiple of 32 for the int8 forms).

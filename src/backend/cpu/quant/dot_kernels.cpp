@@ -75,6 +75,10 @@ const KernelRow kFloatKernels[] = {
      {{ActivationType::kF32, row_dots::f16_f32_scalar},
       {ActivationType::kF32, row_dots::f16_f32_avx2},
       {ActivationType::kF32, row_dots::f16_f32_avx512}}},
+    {DType::kBF16,
+     {{ActivationType::kF32, row_dots::bf16_f32_scalar},
+      {ActivationType::kF32, row_dots::bf16_f32_avx2},
+      {ActivationType::kF32, row_dots::bf16_f32_avx512}}},
 };
 
 Isa detect_isa() {
