@@ -25,7 +25,7 @@ namespace star::cpu {
 enum class Isa {
   kScalar,
   kAvx2,    // AVX2 + FMA + F16C
-  kAvx512,  // AVX-512 F/BW/VL with VNNI and BF16
+  kAvx512,  // AVX-512 F/BW/VL with VNNI (BF16 weights: also AVX512-BF16, else their AVX2 kernel)
 };
 const char* isa_name(Isa isa);
 // The widest of the above that this CPU runs (read once from cpuid), capped by limit_isa.
@@ -33,6 +33,8 @@ Isa best_isa();
 // Caps what best_isa() returns from now on, process-wide; kAvx512 lifts the cap. Tests force
 // kScalar to run whole models on the scalar reference kernels.
 void limit_isa(Isa isa);
+// Whether best_isa() is kAvx512 and the CPU multiplies bf16 pairs (AVX512-BF16).
+bool has_bf16_products();
 
 using RowDot = float (*)(const std::byte* weight_row, const std::byte* activation_row, int64_t k);
 
