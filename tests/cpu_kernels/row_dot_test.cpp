@@ -248,7 +248,7 @@ TEST(RowDot, Q8_1ActivationsAreQ8_0PlusTheScaledSum) {
 TEST(RowDot, FloatActivationKernelsEqualTheFloat64DotUpToFloatRounding) {
   std::mt19937 rng(14);
   int vector_checked = 0;
-  for (DType type : {DType::kQ4_1, DType::kQ8_0, DType::kQ6_K, DType::kF16}) {
+  for (DType type : {DType::kQ4_1, DType::kQ8_0, DType::kQ6_K, DType::kF16, DType::kBF16}) {
     const cpu::DotKernel* scalar = cpu::find_float_dot_kernel(type, cpu::Isa::kScalar);
     ASSERT_NE(scalar, nullptr) << dtype_name(type);
     ASSERT_EQ(scalar->activation_type, cpu::ActivationType::kF32);

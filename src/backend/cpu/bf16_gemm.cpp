@@ -14,7 +14,7 @@ const dnnl::engine& cpu_engine() {
 
 }  // namespace
 
-bool bf16_gemm_fast() { return best_isa() == Isa::kAvx512; }
+bool bf16_gemm_fast() { return has_bf16_products(); }
 
 bool bf16_gemm_nt(const uint16_t* x, int64_t n, int64_t k, const uint16_t* w, int64_t m, float* y, int64_t ldy,
                   bool accumulate) {

@@ -25,7 +25,7 @@ namespace star::cpu {
 enum class Isa {
   kScalar,
   kAvx2,    // AVX2 + FMA + F16C
-  kAvx512,  // AVX-512 F/BW/VL with VNNI and BF16
+  kAvx512,  // AVX-512 F/BW/VL with VNNI (BF16 weights: also AVX512-BF16, else their AVX2 kernel)
 };
 const char* isa_name(Isa isa);
 // The widest of the above that this CPU runs (read once from cpuid), capped by limit_isa.
@@ -33,6 +33,8 @@ Isa best_isa();
 // Caps what best_isa() returns from now on, process-wide; kAvx512 lifts the cap. Tests force
 // kScalar to run whole models on the scalar reference kernels.
 void limit_isa(Isa isa);
+// Whether best_isa() is kAvx512 and the CPU multiplies bf16 pairs (AVX512-BF16).
+bool has_bf16_products();
 
 using RowDot = float (*)(const std::byte* weight_row, const std::byte* activation_row, int64_t k);
 
@@ -57,8 +59,9 @@ struct DotKernel {
 const DotKernel* find_dot_kernel(DType weight_type, Isa isa);
 
 // A kernel for `weight_type` whose activations stay float32 (activation_type kF32), or nullptr:
-// Q4_1, Q8_0 and Q6_K (codes widened to float in registers) and F16. For products where rounding the
-// activations costs accuracy (the output projection; every Q4_1 product, see matmul.cpp).
+// Q4_1, Q8_0 and Q6_K (codes widened to float in registers), F16 and BF16. For products where
+// rounding the activations costs accuracy (the output projection; every Q4_1 product, see
+// matmul.cpp).
 const DotKernel* find_float_dot_kernel(DType weight_type, Isa isa);
 
 // Bytes of one activation row of k elements (k a multiple of 32 for the int8 forms).

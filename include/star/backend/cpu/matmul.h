@@ -42,7 +42,7 @@ struct MatmulOutput {
 void matmul_shared_input(const float* x, int64_t n, std::initializer_list<MatmulOutput> outputs);
 
 // matmul (not accumulating) with x kept in float32 whatever w's type: never a row-dot kernel that
-// rounds the activations (to Q8_0 or BF16); few rows of Q4_1, Q8_0, Q6_K and F16 take the
+// rounds the activations (to Q8_0 or BF16); few rows of Q4_1, Q8_0, Q6_K, F16 and BF16 take the
 // float-activation kernels (find_float_dot_kernel), the other types widened rows. For the output
 // projection, where that rounding flips the top token: SmolLM2's tied Q8_0 embedding with Q8_0
 // activations agrees with float32 transformers on the top token at 98.2% of positions, against

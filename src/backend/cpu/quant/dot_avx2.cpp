@@ -3,7 +3,6 @@
 // Compiled with a target attribute, not the build's flags: best_isa() picks it at run time.
 #include <immintrin.h>
 
-#include "q6_k_dot.h"
 #include "row_dots.h"
 #include "star/quant/blocks.h"
 
@@ -106,10 +105,6 @@ STAR_AVX2 float bf16_bf16_avx2(const std::byte* w, const std::byte* x, int64_t k
   float sum = horizontal_sum(_mm256_add_ps(acc0, acc1));
   for (; i < k; ++i) sum += bf16_value(wh[i]) * bf16_value(xh[i]);
   return sum;
-}
-
-STAR_AVX2 float q6_k_q8_0_avx2(const std::byte* w, const std::byte* x, int64_t k) {
-  return q6_k_q8_0_dot(w, x, k, [](uint16_t h) STAR_AVX2 { return _cvtsh_ss(h); });
 }
 
 }  // namespace star::cpu::row_dots

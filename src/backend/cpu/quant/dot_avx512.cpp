@@ -1,4 +1,4 @@
-// Row dots for CPUs with AVX-512 VNNI and BF16. The int8 blocks use vpdpbusd on 256-bit lanes
+// Row dots for CPUs with AVX-512 VNNI (and BF16 for the BF16 weights). The int8 blocks use vpdpbusd on 256-bit lanes
 // (one 32-element block a register: each block has its own scale, so wider registers only add
 // shuffles); |w| is the unsigned operand and sign(w)·x the signed one. BF16 rows use vdpbf16ps.
 // Compiled with a target attribute, not the build's flags: best_isa() picks it at run time.
@@ -8,11 +8,12 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-#include "q6_k_dot.h"
 #include "row_dots.h"
 #include "star/quant/blocks.h"
 
-#define STAR_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16")))
+#define STAR_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+// vdpbf16ps needs AVX512-BF16 on top, which not every AVX-512 VNNI CPU has (find_dot_kernel).
+#define STAR_AVX512_BF16 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16")))
 
 namespace star::cpu::row_dots {
 namespace {
@@ -102,7 +103,7 @@ STAR_AVX512 float f16_f32_avx512(const std::byte* w, const std::byte* x, int64_t
   return sum;
 }
 
-STAR_AVX512 float bf16_bf16_avx512(const std::byte* w, const std::byte* x, int64_t k) {
+STAR_AVX512_BF16 float bf16_bf16_avx512(const std::byte* w, const std::byte* x, int64_t k) {
   const auto* wh = reinterpret_cast<const uint16_t*>(w);
   const auto* xh = reinterpret_cast<const uint16_t*>(x);
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
@@ -122,10 +123,6 @@ STAR_AVX512 float bf16_bf16_avx512(const std::byte* w, const std::byte* x, int64
     sum += wf * xf;
   }
   return sum;
-}
-
-STAR_AVX512 float q6_k_q8_0_avx512(const std::byte* w, const std::byte* x, int64_t k) {
-  return q6_k_q8_0_dot(w, x, k, [](uint16_t h) STAR_AVX512 { return _cvtsh_ss(h); });
 }
 
 }  // namespace star::cpu::row_dots

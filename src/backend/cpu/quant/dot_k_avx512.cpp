@@ -1,5 +1,6 @@
-// Q4_K and Q5_K row dots for CPUs with AVX-512 VNNI (k_quant_dot_body.h): the codes are unsigned,
-// so vpdpbusd takes them as they are; a second vpdpbusd with ones gives Σ a_j for the min.
+// Q4_K, Q5_K (k_quant_dot_body.h) and Q6_K (q6_k_dot_body.h) row dots for CPUs with AVX-512 VNNI:
+// the codes are unsigned, so vpdpbusd takes them as they are; a second vpdpbusd with ones (32s for
+// Q6_K) gives Σ a_j for the min (the −32 offset).
 // Compiled with a target attribute: best_isa() picks it.
 #include <immintrin.h>
 
@@ -18,6 +19,7 @@ STAR_K_TARGET __m256i code_dots(__m256i codes, __m256i aq) {
 }  // namespace star::cpu::row_dots
 
 #include "k_quant_dot_body.h"
+#include "q6_k_dot_body.h"
 
 namespace star::cpu::row_dots {
 
@@ -26,6 +28,9 @@ STAR_K_TARGET float q4_k_q8_0_avx512(const std::byte* w, const std::byte* x, int
 }
 STAR_K_TARGET float q5_k_q8_0_avx512(const std::byte* w, const std::byte* x, int64_t k) {
   return k_dot<true, BlockQ5_K>(w, x, k);
+}
+STAR_K_TARGET float q6_k_q8_0_avx512(const std::byte* w, const std::byte* x, int64_t k) {
+  return q6_k_dot(w, x, k);
 }
 
 }  // namespace star::cpu::row_dots

@@ -75,13 +75,17 @@ const KernelRow kFloatKernels[] = {
      {{ActivationType::kF32, row_dots::f16_f32_scalar},
       {ActivationType::kF32, row_dots::f16_f32_avx2},
       {ActivationType::kF32, row_dots::f16_f32_avx512}}},
+    {DType::kBF16,
+     {{ActivationType::kF32, row_dots::bf16_f32_scalar},
+      {ActivationType::kF32, row_dots::bf16_f32_avx2},
+      {ActivationType::kF32, row_dots::bf16_f32_avx512}}},
 };
 
 Isa detect_isa() {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
-      __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("f16c")) {
+      __builtin_cpu_supports("f16c")) {
     return Isa::kAvx512;
   }
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
@@ -93,6 +97,14 @@ Isa detect_isa() {
 Isa detected_isa() {
   static const Isa isa = detect_isa();
   return isa;
+}
+
+bool cpu_has_avx512_bf16() {
+  static const bool bf16 = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512bf16") != 0;
+  }();
+  return bf16;
 }
 
 std::atomic<Isa> isa_limit{Isa::kAvx512};
@@ -122,7 +134,14 @@ Isa best_isa() {
 
 void limit_isa(Isa isa) { isa_limit.store(isa, std::memory_order_relaxed); }
 
-const DotKernel* find_dot_kernel(DType weight_type, Isa isa) { return find_in(kKernels, weight_type, isa); }
+bool has_bf16_products() { return cpu_has_avx512_bf16() && best_isa() == Isa::kAvx512; }
+
+const DotKernel* find_dot_kernel(DType weight_type, Isa isa) {
+  // The AVX-512 BF16 kernel multiplies with vdpbf16ps; AVX-512 VNNI CPUs without it (some cloud
+  // Xeons) take the AVX2 one, which widens the bf16 pairs to float32.
+  if (weight_type == DType::kBF16 && isa == Isa::kAvx512 && !cpu_has_avx512_bf16()) isa = Isa::kAvx2;
+  return find_in(kKernels, weight_type, isa);
+}
 
 const DotKernel* find_float_dot_kernel(DType weight_type, Isa isa) {
   return find_in(kFloatKernels, weight_type, isa);

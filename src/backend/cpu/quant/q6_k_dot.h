@@ -1,8 +1,7 @@
 // Q6_K weight rows against Q8_0 activations. A Q8_0 block of 32 covers two Q6_K sub-blocks of 16,
 // so a block's integer sum Σ scale_s · Σ_j q6_j · q8_j is exact, and one float multiply-add by
 // d_w · d_x per 32 elements follows (finer activation scales than llama.cpp's Q8_K, same cost).
-// One source for every instruction set: the loops are integer, so whatever the compiler vectorizes
-// them into for the including function's target gives the same sums.
+// The scalar reference; the vector kernels (q6_k_dot_body.h) unpack the codes in registers.
 #pragma once
 
 #include <cstddef>

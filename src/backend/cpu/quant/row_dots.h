@@ -19,6 +19,7 @@ float q5_1_q8_1_scalar(const std::byte* w, const std::byte* x, int64_t k);
 float q8_0_f32_scalar(const std::byte* w, const std::byte* x, int64_t k);
 float q4_1_f32_scalar(const std::byte* w, const std::byte* x, int64_t k);
 float q6_k_f32_scalar(const std::byte* w, const std::byte* x, int64_t k);
+float bf16_f32_scalar(const std::byte* w, const std::byte* x, int64_t k);
 
 // AVX2 + FMA + F16C.
 float q4_0_q8_0_avx2(const std::byte* w, const std::byte* x, int64_t k);
@@ -32,6 +33,7 @@ float q5_1_q8_1_avx2(const std::byte* w, const std::byte* x, int64_t k);
 float q8_0_f32_avx2(const std::byte* w, const std::byte* x, int64_t k);
 float q4_1_f32_avx2(const std::byte* w, const std::byte* x, int64_t k);
 float q6_k_f32_avx2(const std::byte* w, const std::byte* x, int64_t k);
+float bf16_f32_avx2(const std::byte* w, const std::byte* x, int64_t k);
 
 // AVX-512 VNNI (vpdpbusd on 256-bit lanes) and AVX-512 BF16 (vdpbf16ps).
 float q4_0_q8_0_avx512(const std::byte* w, const std::byte* x, int64_t k);
@@ -45,6 +47,7 @@ float q5_1_q8_1_avx512(const std::byte* w, const std::byte* x, int64_t k);
 float q8_0_f32_avx512(const std::byte* w, const std::byte* x, int64_t k);
 float q4_1_f32_avx512(const std::byte* w, const std::byte* x, int64_t k);
 float q6_k_f32_avx512(const std::byte* w, const std::byte* x, int64_t k);
+float bf16_f32_avx512(const std::byte* w, const std::byte* x, int64_t k);
 
 // Q4_K and Q5_K against Q8_0 activations (dot_k_*.cpp): scalar, AVX2, AVX-512 VNNI.
 float q4_k_q8_0_scalar(const std::byte* w, const std::byte* x, int64_t k);
