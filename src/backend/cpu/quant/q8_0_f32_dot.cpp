@@ -1,9 +1,8 @@
 // Q8_0 weight rows against float32 activations: the output projection's product, where rounding
-// the activations to int8 flips the top token (see matmul_float_activations). This reference
-// widens each block's codes, dots them with x in float32 and scales by d once; the AVX2 and
-// AVX-512 kernels, the 1x1 case of their register tiles (tile_avx2.cpp, tile_avx512.cpp), widen
-// d·q (exact in float32) and fuse it into the sum. No weight row is written back widened, so the
-// product streams the stored bytes at memory speed.
+// the activations to int8 flips the top token (see matmul_float_activations). Each block's codes
+// are widened to float and dotted with x in float32, then scaled by d once; no weight row is
+// written back widened, so the product streams the stored bytes at memory speed. The AVX2 and
+// AVX-512 kernels are the 1x1 case of their register tiles (tile_avx2.cpp, tile_avx512.cpp).
 #include <cstring>
 
 #include "row_dots.h"

@@ -6,8 +6,8 @@
 //
 // Int8 activations: the sign trick (|w| · sign(w)·x with vpmaddubsw, whose 16-bit pair sums stay
 // below 2·128·127 < 2^15), vpmaddwd to exact int32 block sums, then d_w·d_x per block in float.
-// Float activations: each weight block widened once to d·q (exact in float32) and fused-multiply-
-// added with every activation row. Compiled with a target attribute: best_isa() picks it.
+// Float activations: each weight block's codes widened once and dotted with every activation row.
+// Compiled with a target attribute: best_isa() picks it.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -83,26 +83,31 @@ STAR_AVX2_BLOCKS void int8_tile(const std::byte* w, size_t w_row_bytes, const st
   store(acc, y, ldy, accumulate);
 }
 
-STAR_AVX2_INLINE __m256 widened_codes(const int8_t* qs, __m256 d) {
-  return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs)))), d);
+STAR_AVX2_INLINE __m256 widened_codes(const int8_t* qs) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs))));
 }
 
+// Per block and output: Σ q·x over the block's 32 elements, then d times that into the sum. The
+// block sums of different blocks are independent, so the one dependent FMA per block and output
+// leaves the FMA latency hidden even with a single output.
 template <int MR, int NR>
 STAR_AVX2_BLOCKS void q8_0_f32_tile(const std::byte* w, size_t w_row_bytes, const std::byte* x, size_t x_row_bytes,
                                     int64_t blocks, float* y, int64_t ldy, bool accumulate) {
   __m256 acc[MR][NR];
   for (auto& row : acc) std::fill(std::begin(row), std::end(row), _mm256_setzero_ps());
   for (int64_t b = 0; b < blocks; ++b) {
-    __m256 wd[MR][4];
+    __m256 codes[MR][4], d[MR];
     for (int r = 0; r < MR; ++r) {
       const BlockQ8_0& block = reinterpret_cast<const BlockQ8_0*>(w + r * w_row_bytes)[b];
-      const __m256 d = _mm256_set1_ps(_cvtsh_ss(block.d));
-      for (int q = 0; q < 4; ++q) wd[r][q] = widened_codes(block.qs + 8 * q, d);
+      d[r] = _mm256_set1_ps(_cvtsh_ss(block.d));
+      for (int q = 0; q < 4; ++q) codes[r][q] = widened_codes(block.qs + 8 * q);
     }
     for (int i = 0; i < NR; ++i) {
       const float* xb = reinterpret_cast<const float*>(x + i * x_row_bytes) + b * kLegacyBlock;
       for (int r = 0; r < MR; ++r) {
-        for (int q = 0; q < 4; ++q) acc[r][i] = _mm256_fmadd_ps(wd[r][q], _mm256_loadu_ps(xb + 8 * q), acc[r][i]);
+        __m256 sum = _mm256_mul_ps(codes[r][0], _mm256_loadu_ps(xb));
+        for (int q = 1; q < 4; ++q) sum = _mm256_fmadd_ps(codes[r][q], _mm256_loadu_ps(xb + 8 * q), sum);
+        acc[r][i] = _mm256_fmadd_ps(d[r], sum, acc[r][i]);
       }
     }
   }

@@ -9,8 +9,8 @@
 // sign bit flipped), and the accumulator starts at -128·Σ4 w per lane, so the int32 block sums stay
 // exactly Σ w·q. They are then scaled by d_w·d_x per block and summed in float lanes.
 //
-// Float activations (Q8_0 output projection): each weight block is widened once to d·q (exact in
-// float32: 8 by 11 significant bits) and fused-multiply-added with every activation row.
+// Float activations (Q8_0 output projection): each weight block's codes are widened once and
+// dotted with every activation row; d scales each block's sum.
 // Compiled with a target attribute, not the build's flags: best_isa() picks it at run time.
 #include <immintrin.h>
 
@@ -141,28 +141,31 @@ STAR_AVX512 void int8_tile(const std::byte* w, size_t w_row_bytes, const std::by
   store(acc, y, ldy, accumulate);
 }
 
-STAR_AVX512_INLINE __m512 widened_codes(const int8_t* qs, __m512 d) {
-  return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)))), d);
+STAR_AVX512_INLINE __m512 widened_codes(const int8_t* qs) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs))));
 }
 
+// Per block and output: Σ q·x over the block's 32 elements, then d times that into the sum (one
+// dependent FMA per block and output, so the latency stays hidden even with a single output).
 template <int MR, int NR>
 STAR_AVX512 void q8_0_f32_tile(const std::byte* w, size_t w_row_bytes, const std::byte* x, size_t x_row_bytes,
                                int64_t blocks, float* y, int64_t ldy, bool accumulate) {
   __m512 acc[MR][NR];
   for (auto& row : acc) std::fill(std::begin(row), std::end(row), _mm512_setzero_ps());
   for (int64_t b = 0; b < blocks; ++b) {
-    __m512 lo[MR], hi[MR];
+    __m512 lo[MR], hi[MR], d[MR];
     for (int r = 0; r < MR; ++r) {
       const BlockQ8_0& block = reinterpret_cast<const BlockQ8_0*>(w + r * w_row_bytes)[b];
-      const __m512 d = _mm512_set1_ps(_cvtsh_ss(block.d));
-      lo[r] = widened_codes(block.qs, d);
-      hi[r] = widened_codes(block.qs + 16, d);
+      d[r] = _mm512_set1_ps(_cvtsh_ss(block.d));
+      lo[r] = widened_codes(block.qs);
+      hi[r] = widened_codes(block.qs + 16);
     }
     for (int i = 0; i < NR; ++i) {
       const float* xb = reinterpret_cast<const float*>(x + i * x_row_bytes) + b * kLegacyBlock;
       const __m512 x_lo = _mm512_loadu_ps(xb), x_hi = _mm512_loadu_ps(xb + 16);
       for (int r = 0; r < MR; ++r) {
-        acc[r][i] = _mm512_fmadd_ps(hi[r], x_hi, _mm512_fmadd_ps(lo[r], x_lo, acc[r][i]));
+        const __m512 sum = _mm512_fmadd_ps(hi[r], x_hi, _mm512_mul_ps(lo[r], x_lo));
+        acc[r][i] = _mm512_fmadd_ps(d[r], sum, acc[r][i]);
       }
     }
   }
