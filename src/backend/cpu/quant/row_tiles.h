@@ -26,8 +26,12 @@ void run_tiles(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byt
     return std::array<TileFn, sizeof...(I)>{Tile<static_cast<int>(I) / MaxCols + 1, static_cast<int>(I) % MaxCols + 1>::fn...};
   }(std::make_index_sequence<MaxRows * MaxCols>());
   const int64_t blocks = k / quant::kLegacyBlock;
-  for (int64_t r = 0; r < m; r += MaxRows) {
-    const int64_t rows = std::min<int64_t>(MaxRows, m - r);
+  // A single activation row has nothing to share across weight rows: one weight row at a time
+  // keeps the weight one sequential stream (two interleaved rows read a 25 MB output projection
+  // 10-40% slower on AVX2).
+  const int64_t row_step = n == 1 ? 1 : MaxRows;
+  for (int64_t r = 0; r < m; r += row_step) {
+    const int64_t rows = std::min<int64_t>(row_step, m - r);
     for (int64_t i = 0; i < n; i += MaxCols) {
       const int64_t cols = std::min<int64_t>(MaxCols, n - i);
       kTiles[static_cast<size_t>((rows - 1) * MaxCols + cols - 1)](w + r * w_row_bytes, w_row_bytes, x + i * x_row_bytes,
