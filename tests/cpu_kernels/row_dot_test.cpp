@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -274,6 +275,78 @@ TEST(RowDot, FloatActivationKernelsEqualTheFloat64DotUpToFloatRounding) {
   }
   if (cpu::best_isa() != cpu::Isa::kScalar) EXPECT_GT(vector_checked, 0);
   EXPECT_EQ(cpu::find_float_dot_kernel(DType::kQ4_0, cpu::Isa::kScalar), nullptr);
+}
+
+// The register tiles (DotKernel::tile): every output is its kernel's one-row dot bit for bit, for
+// every activation row count 1..40, several weight row counts and offsets (so a row lands at every
+// position of a tile and in the edge tiles), with and without accumulate; and, through the dot,
+// within float rounding of the scalar kernel.
+TEST(RowDot, TilesEqualTheOneRowDotBitForBit) {
+  std::mt19937 rng(16);
+  int tiles_checked = 0;
+  for (DType type : kRowDotTypes) {
+    for (bool float_activations : {false, true}) {
+      const cpu::DotKernel* scalar = float_activations ? cpu::find_float_dot_kernel(type, cpu::Isa::kScalar)
+                                                       : cpu::find_dot_kernel(type, cpu::Isa::kScalar);
+      for (cpu::Isa isa : {cpu::Isa::kScalar, cpu::Isa::kAvx2, cpu::Isa::kAvx512}) {
+        const cpu::DotKernel* kernel = float_activations ? cpu::find_float_dot_kernel(type, isa)
+                                                         : cpu::find_dot_kernel(type, isa);
+        if (kernel == nullptr || kernel->tile == nullptr) continue;
+        for (int64_t k : {int64_t{32}, int64_t{64}, int64_t{96}, int64_t{800}}) {
+          const int64_t m = 11, n_max = 40;
+          std::vector<Row> rows;  // weight row r from rows[r], activation row i from rows[i]
+          for (int64_t r = 0; r < n_max; ++r) rows.push_back(random_row(type, *kernel, k, rng));
+          const size_t w_row_bytes = rows[0].weight.size(), x_row_bytes = rows[0].activation.size();
+          std::vector<std::byte> w, x;
+          for (int64_t r = 0; r < m; ++r) w.insert(w.end(), rows[r].weight.begin(), rows[r].weight.end());
+          for (const Row& row : rows) x.insert(x.end(), row.activation.begin(), row.activation.end());
+          std::vector<float> dots(static_cast<size_t>(n_max * m));
+          for (int64_t i = 0; i < n_max; ++i) {
+            for (int64_t r = 0; r < m; ++r) {
+              const auto* wr = w.data() + r * w_row_bytes;
+              const auto* xr = x.data() + i * x_row_bytes;
+              dots[i * m + r] = kernel->dot(wr, xr, k);
+              // The scalar reference, on the magnitudes of this row pair.
+              double mag = 0;
+              for (int64_t j = 0; j < k; ++j) {
+                mag += std::fabs(static_cast<double>(rows[r].w_hat[j]) * rows[i].x_hat[j]);
+              }
+              const double bound = (2.0 * k + 8) * std::ldexp(1.0, -24) * mag;
+              ASSERT_LE(std::fabs(static_cast<double>(dots[i * m + r]) - scalar->dot(wr, xr, k)), 2 * bound)
+                  << dtype_name(type) << " " << cpu::isa_name(isa) << " k=" << k;
+            }
+          }
+          for (int64_t n = 1; n <= n_max; ++n) {
+            for (int64_t first = 0; first < 4; ++first) {
+              const int64_t rows_here = m - first - (n % 3);
+              for (bool accumulate : {false, true}) {
+                const int64_t ldy = rows_here + 2;
+                std::vector<float> y(static_cast<size_t>(n * ldy));
+                for (float& v : y) v = std::uniform_real_distribution<float>(-1.f, 1.f)(rng);
+                const std::vector<float> y0 = y;
+                kernel->tile(w.data() + first * w_row_bytes, w_row_bytes, rows_here, x.data(), x_row_bytes, n, k,
+                             y.data(), ldy, accumulate);
+                for (int64_t i = 0; i < n; ++i) {
+                  for (int64_t r = 0; r < ldy; ++r) {
+                    const size_t at = static_cast<size_t>(i * ldy + r);
+                    // Outside the m × n outputs nothing is written.
+                    const float want = r >= rows_here   ? y0[at]
+                                       : accumulate      ? y0[at] + dots[i * m + first + r]
+                                                         : dots[i * m + first + r];
+                    ASSERT_EQ(std::bit_cast<uint32_t>(y[at]), std::bit_cast<uint32_t>(want))
+                        << dtype_name(type) << " " << cpu::isa_name(isa) << (float_activations ? " f32" : "")
+                        << " k=" << k << " n=" << n << " first=" << first << " [" << i << "," << r << "]";
+                  }
+                }
+                ++tiles_checked;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  if (cpu::best_isa() != cpu::Isa::kScalar) EXPECT_GT(tiles_checked, 0);
 }
 
 TEST(RowDot, OnlyTheListedTypesHaveKernels) {

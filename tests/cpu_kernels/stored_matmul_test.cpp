@@ -1,6 +1,6 @@
-// cpu::matmul over weights of every stored type: up to kRowDotMaxRows activation rows it equals the
-// scalar version of its row-dot kernel (few_rows_kernel) element by element (up to
-// re-association); past it, and for the types without a row-dot kernel at any row count, it
+// cpu::matmul over weights of every stored type: up to row_dot_max_rows activation rows it equals
+// the scalar version of its row-dot kernel (few_rows_kernel) element by element (up to
+// re-association), and each row of the product is that row's product alone, bit for bit; past it, and for the types without a row-dot kernel at any row count, it
 // equals sgemm on the dequantized weight (up to float rounding). matmul_float_activations equals
 // that sgemm at every row count; matmul_shared_input equals one matmul per weight.
 #include <gtest/gtest.h>
@@ -55,7 +55,8 @@ TEST(StoredMatmul, FewRowsEqualTheScalarRowDot) {
     const cpu::DotKernel* scalar = cpu::few_rows_kernel(type, cpu::Isa::kScalar);
     ASSERT_NE(scalar, nullptr);
     const Case c = random_case(type, m, k, rng);
-    for (int64_t n : {int64_t{1}, int64_t{3}, cpu::kRowDotMaxRows}) {
+    const int64_t limit = cpu::row_dot_max_rows(*cpu::few_rows_kernel(type, cpu::best_isa()));
+    for (int64_t n : {int64_t{1}, int64_t{3}, cpu::kRowDotMaxRows, limit}) {
       for (bool accumulate : {false, true}) {
         const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);
         const auto y0 = testing::random_tensor(static_cast<size_t>(n * m), rng);
@@ -73,6 +74,44 @@ TEST(StoredMatmul, FewRowsEqualTheScalarRowDot) {
             const double tolerance = (static_cast<double>(k) + 16) * std::ldexp(1.0, -23) * 1.1 * mag[i * m + j] +
                                      std::ldexp(1.0, -23) * std::fabs(y0[i * m + j]);
             ASSERT_NEAR(y[i * m + j], want, tolerance) << dtype_name(type) << " n=" << n << " [" << i << "," << j << "]";
+          }
+        }
+      }
+    }
+  }
+}
+
+// Batch invariance: up to the row-dot limit, row i of a product of n rows is bit for bit the product
+// of row i alone (what lets a batched decode step answer as each request alone), for the types with
+// a register tile, whose outputs sit at different tile positions as n changes, and one without.
+TEST(StoredMatmul, EachRowEqualsItsProductAloneBitForBit) {
+  std::mt19937 rng(27);
+  const int64_t m = 70, k = 256;
+  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ6_K}) {
+    const Case c = random_case(type, m, k, rng);
+    for (bool float_activations : {false, true}) {
+      const cpu::DotKernel* kernel = float_activations ? cpu::find_float_dot_kernel(type, cpu::best_isa())
+                                                       : cpu::few_rows_kernel(type, cpu::best_isa());
+      if (kernel == nullptr) continue;
+      const int64_t limit = cpu::row_dot_max_rows(*kernel);
+      const auto x = testing::random_tensor(static_cast<size_t>(limit * k), rng);
+      auto product = [&](const float* rows, int64_t n) {
+        std::vector<float> y(static_cast<size_t>(n * m));
+        if (float_activations) {
+          cpu::matmul_float_activations(rows, n, c.w, y.data());
+        } else {
+          cpu::matmul(rows, n, c.w, y.data());
+        }
+        return y;
+      };
+      std::vector<std::vector<float>> alone;
+      for (int64_t i = 0; i < limit; ++i) alone.push_back(product(x.data() + i * k, 1));
+      for (int64_t n = 2; n <= limit; ++n) {
+        const std::vector<float> y = product(x.data(), n);
+        for (int64_t i = 0; i < n; ++i) {
+          for (int64_t j = 0; j < m; ++j) {
+            ASSERT_EQ(std::bit_cast<uint32_t>(y[i * m + j]), std::bit_cast<uint32_t>(alone[i][j]))
+                << dtype_name(type) << (float_activations ? " f32" : "") << " n=" << n << " [" << i << "," << j << "]";
           }
         }
       }
@@ -99,11 +138,13 @@ TEST(StoredMatmul, ManyRowsAndOtherTypesEqualSgemmOfTheDequantizedWeight) {
     for (DType type : kAllStoredTypes) {
       const Case c = random_case(type, m, k, rng);
       const std::vector<float> w_bf16 = rounded_to_bf16(c.w_hat);
-      std::vector<int64_t> row_counts = {cpu::kRowDotMaxRows + 1, 19};
+      const cpu::DotKernel* kernel = cpu::few_rows_kernel(type, cpu::best_isa());
+      const int64_t limit = kernel != nullptr ? cpu::row_dot_max_rows(*kernel) : cpu::kRowDotMaxRows;
+      std::vector<int64_t> row_counts = {limit + 1, limit + 3};
       // Few rows of a type without a row-dot kernel: rows widened in L1, float32 dots.
       if (cpu::few_rows_kernel(type, cpu::Isa::kScalar) == nullptr) row_counts.insert(row_counts.end(), {1, 3});
       for (int64_t n : row_counts) {
-        const bool rounded = bf16_products && type == DType::kBF16 && n > cpu::kRowDotMaxRows;
+        const bool rounded = bf16_products && type == DType::kBF16 && n > limit;
         for (bool accumulate : {false, true}) {
           const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);
           const auto y0 = testing::random_tensor(static_cast<size_t>(n * m), rng);
@@ -130,7 +171,8 @@ TEST(StoredMatmul, FloatActivationsEqualSgemmOfTheDequantizedWeightAtAnyRowCount
   const int64_t m = 300, k = 512;
   for (DType type : kAllStoredTypes) {
     const Case c = random_case(type, m, k, rng);
-    for (int64_t n : {int64_t{1}, int64_t{3}, cpu::kRowDotMaxRows, cpu::kRowDotMaxRows + 1}) {
+    for (int64_t n : {int64_t{1}, int64_t{3}, cpu::kRowDotMaxRows, cpu::kRowDotMaxRows + 1, cpu::kRowTileMaxRows,
+                      cpu::kRowTileMaxRows + 1}) {
       const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);
       std::vector<float> y(static_cast<size_t>(n * m), -1.f), want(y.size());
       cpu::matmul_float_activations(x.data(), n, c.w, y.data());
@@ -157,7 +199,8 @@ TEST(StoredMatmul, SharedInputEqualsOneMatmulPerWeight) {
     for (size_t t = 0; t < types.size(); ++t) {
       cases.push_back(random_case(types[t], 40 + 24 * static_cast<int64_t>(t), k, rng));
     }
-    for (int64_t n : {int64_t{1}, int64_t{3}, cpu::kRowDotMaxRows, cpu::kRowDotMaxRows + 1}) {
+    for (int64_t n : {int64_t{1}, int64_t{3}, cpu::kRowDotMaxRows, cpu::kRowDotMaxRows + 1, cpu::kRowTileMaxRows,
+                      cpu::kRowTileMaxRows + 1}) {
       const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);
       std::vector<std::vector<float>> got(cases.size()), want(cases.size());
       for (size_t t = 0; t < cases.size(); ++t) {

@@ -94,7 +94,8 @@ double max_abs_difference(const std::vector<float>& a, const std::vector<float>&
 TEST(StoredWeights, EngineEqualsTheF32PathOnTheDequantizedFile) {
   const SyntheticModelSpec spec = wide_spec();
   testing::TempDir dir;
-  std::vector<int32_t> prompt(cpu::kRowDotMaxRows + 4);
+  // Past every type's row-dot limit, so that prefill takes the widened float32 path.
+  std::vector<int32_t> prompt(std::max(cpu::kRowDotMaxRows, cpu::kRowTileMaxRows) + 4);
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((37 * i + 11) % 200);
   const std::vector<int32_t> decoded = {7, 150, 42};
   for (const GgufFileType& type : gguf_file_types()) {

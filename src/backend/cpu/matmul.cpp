@@ -22,11 +22,17 @@ namespace {
 // start-up) to one per matrix, the output projection aside.
 constexpr int64_t kTileBytes = int64_t{8} << 20;
 
+// Weight rows per unit of work when the kernel has a register tile: a multiple of its 4 rows, and
+// small enough that a K or V projection still splits across the threads.
+constexpr int64_t kTileChunkRows = 16;
+
 // Few activation rows: each weight row is read once, in its stored form, and dotted with every
-// activation row while it is in L1. x is converted once for every output (all share `kernel` and
-// the row length k); the rows of all outputs are split across the OpenMP threads in one region.
+// activation row while it is in L1; with a register tile (`use_tile` and the kernel has one),
+// several weight rows against several activation rows at a time. x is converted once for every
+// output (all share `kernel` and the row length k); the rows of all outputs are split across the
+// OpenMP threads in one region.
 void matmul_row_dots(const float* x, int64_t n, std::span<const MatmulOutput> outputs, const DotKernel& kernel,
-                     bool accumulate) {
+                     bool accumulate, bool use_tile = true) {
   const int64_t k = outputs.front().w->cols();
   const size_t x_row_bytes = activation_row_bytes(kernel.activation_type, k);
   std::vector<std::byte> xq(static_cast<size_t>(n) * x_row_bytes);
@@ -41,19 +47,27 @@ void matmul_row_dots(const float* x, int64_t n, std::span<const MatmulOutput> ou
     int64_t m;
     float* y;
   };
+  const RowTile tile = use_tile ? kernel.tile : nullptr;
+  const int64_t unit_rows = tile != nullptr ? kTileChunkRows : 1;
   std::vector<Target> targets;
-  int64_t total_rows = 0;
+  int64_t total_units = 0;
   for (const MatmulOutput& o : outputs) {
     targets.push_back({o.w->data, o.w->row_bytes(), o.w->rows(), o.y});
-    total_rows += targets.back().m;
+    total_units += (targets.back().m + unit_rows - 1) / unit_rows;
   }
 #pragma omp parallel for schedule(static)
-  for (int64_t g = 0; g < total_rows; ++g) {
-    int64_t r = g;
+  for (int64_t g = 0; g < total_units; ++g) {
+    int64_t u = g;
     size_t t = 0;
-    while (r >= targets[t].m) r -= targets[t++].m;
+    while (u >= (targets[t].m + unit_rows - 1) / unit_rows) u -= (targets[t++].m + unit_rows - 1) / unit_rows;
     const Target& target = targets[t];
+    const int64_t r = u * unit_rows;
     const std::byte* row = target.data + r * target.row_bytes;
+    if (tile != nullptr) {
+      tile(row, target.row_bytes, std::min(unit_rows, target.m - r), xq.data(), x_row_bytes, n, k, target.y + r,
+           target.m, accumulate);
+      continue;
+    }
     for (int64_t i = 0; i < n; ++i) {
       const float v = kernel.dot(row, xq.data() + i * x_row_bytes, k);
       float& out = target.y[i * target.m + r];
@@ -168,13 +182,14 @@ void matmul(const float* x, int64_t n, const WeightTensor& w, float* y, bool acc
     if (!accumulate) std::fill(y, y + n * m, 0.f);
     return;
   }
-  if (n <= kRowDotMaxRows) {
-    if (const DotKernel* kernel = few_rows_kernel(w.dtype, best_isa())) {
-      const MatmulOutput output{&w, y};
-      matmul_row_dots(x, n, {&output, 1}, *kernel, accumulate);
-    } else {
-      matmul_widened_rows(x, n, w, y, accumulate);
-    }
+  const DotKernel* kernel = few_rows_kernel(w.dtype, best_isa());
+  if (kernel != nullptr && n <= row_dot_max_rows(*kernel)) {
+    const MatmulOutput output{&w, y};
+    matmul_row_dots(x, n, {&output, 1}, *kernel, accumulate);
+    return;
+  }
+  if (kernel == nullptr && n <= kRowDotMaxRows) {
+    matmul_widened_rows(x, n, w, y, accumulate);
     return;
   }
   if (w.dtype == DType::kBF16 && bf16_gemm_fast() && matmul_bf16_weights(x, n, w, y, accumulate)) return;
@@ -183,9 +198,8 @@ void matmul(const float* x, int64_t n, const WeightTensor& w, float* y, bool acc
 
 void matmul_shared_input(const float* x, int64_t n, std::initializer_list<MatmulOutput> outputs) {
   const MatmulOutput& first = *outputs.begin();
-  const DotKernel* kernel = n >= 1 && n <= kRowDotMaxRows && first.w->cols() > 0
-                                ? few_rows_kernel(first.w->dtype, best_isa())
-                                : nullptr;
+  const DotKernel* kernel = n >= 1 && first.w->cols() > 0 ? few_rows_kernel(first.w->dtype, best_isa()) : nullptr;
+  if (kernel != nullptr && n > row_dot_max_rows(*kernel)) kernel = nullptr;
   for (const MatmulOutput& o : outputs) {
     assert(o.w->shape.size() == 2);
     if (o.w->dtype != first.w->dtype || o.w->cols() != first.w->cols()) kernel = nullptr;
@@ -200,15 +214,36 @@ void matmul_shared_input(const float* x, int64_t n, std::initializer_list<Matmul
 void matmul_float_activations(const float* x, int64_t n, const WeightTensor& w, float* y) {
   if (w.dtype == DType::kF32 || n == 0 || w.rows() == 0 || w.cols() == 0) {
     matmul(x, n, w, y);
-  } else if (n <= kRowDotMaxRows) {
-    if (const DotKernel* kernel = find_float_dot_kernel(w.dtype, best_isa())) {
-      const MatmulOutput output{&w, y};
-      matmul_row_dots(x, n, {&output, 1}, *kernel, /*accumulate=*/false);
-    } else {
-      matmul_widened_rows(x, n, w, y, /*accumulate=*/false);
-    }
+    return;
+  }
+  const DotKernel* kernel = find_float_dot_kernel(w.dtype, best_isa());
+  if (kernel != nullptr && n <= row_dot_max_rows(*kernel)) {
+    const MatmulOutput output{&w, y};
+    matmul_row_dots(x, n, {&output, 1}, *kernel, /*accumulate=*/false);
+  } else if (kernel == nullptr && n <= kRowDotMaxRows) {
+    matmul_widened_rows(x, n, w, y, /*accumulate=*/false);
   } else {
     matmul_widened_tiles(x, n, w, y, /*accumulate=*/false);
+  }
+}
+
+int64_t row_dot_max_rows(const DotKernel& kernel) {
+  return kernel.tile != nullptr ? kRowTileMaxRows : kRowDotMaxRows;
+}
+
+void matmul_forced(MatmulPath path, const float* x, int64_t n, const WeightTensor& w, float* y, bool float_activations) {
+  const DotKernel* kernel = float_activations ? find_float_dot_kernel(w.dtype, best_isa())
+                                              : few_rows_kernel(w.dtype, best_isa());
+  const MatmulOutput output{&w, y};
+  switch (path) {
+    case MatmulPath::kRowTiles:
+    case MatmulPath::kRowDots:
+      assert(kernel != nullptr);
+      matmul_row_dots(x, n, {&output, 1}, *kernel, /*accumulate=*/false, path == MatmulPath::kRowTiles);
+      return;
+    case MatmulPath::kWidenedTiles:
+      matmul_widened_tiles(x, n, w, y, /*accumulate=*/false);
+      return;
   }
 }
 

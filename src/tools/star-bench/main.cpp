@@ -2,12 +2,14 @@
 //   model   prefill / decode against the machine's sgemm rate and copy bandwidth
 //   phase   (under mpirun) Phase 1 critical path and Phase 2 decode for one request
 //   plan    the Phase 1 cost model of docs/algorithms.md for any model, length and rank count
+//   matmul  the CPU matmul paths (row dots, row tiles, widened tiles) per activation row count
 //   attention  the CPU decode attention kernel over a long cache, per KV element type
 //   skip-softmax  the CPU attention kernel with Skip Softmax against dense, back to back
 //   rocket  (under mpirun) RocketKV decode speed and KV bytes per rank by prompt budget
 #include <CLI/CLI.hpp>
 
 #include "attention_command.h"
+#include "matmul_command.h"
 #include "model_command.h"
 #include "phase_command.h"
 #include "plan_command.h"
@@ -23,12 +25,14 @@ int main(int argc, char** argv) {
   star::PhaseCommandOptions phase_options;
   star::PlanCommandOptions plan_options;
   star::AttentionCommandOptions attention_options;
+  star::MatmulCommandOptions matmul_options;
   star::SkipSoftmaxCommandOptions skip_softmax_options;
   star::RocketCommandOptions rocket_options;
   CLI::App* model = star::add_model_command(app, model_options);
   CLI::App* phase = star::add_phase_command(app, phase_options);
   CLI::App* plan = star::add_plan_command(app, plan_options);
   CLI::App* attention = star::add_attention_command(app, attention_options);
+  CLI::App* matmul = star::add_matmul_command(app, matmul_options);
   CLI::App* skip_softmax = star::add_skip_softmax_command(app, skip_softmax_options);
   CLI::App* rocket = star::add_rocket_command(app, rocket_options);
   CLI11_PARSE(app, argc, argv);
@@ -36,6 +40,7 @@ int main(int argc, char** argv) {
   if (phase->parsed()) return star::run_phase_command(*phase, phase_options);
   if (plan->parsed()) return star::run_plan_command(*plan, plan_options);
   if (attention->parsed()) return star::run_attention_command(attention_options);
+  if (matmul->parsed()) return star::run_matmul_command(matmul_options);
   if (skip_softmax->parsed()) return star::run_skip_softmax_command(skip_softmax_options);
   if (rocket->parsed()) return star::run_rocket_command(*rocket, rocket_options);
   return 0;

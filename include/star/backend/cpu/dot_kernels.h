@@ -38,6 +38,12 @@ bool has_bf16_products();
 
 using RowDot = float (*)(const std::byte* weight_row, const std::byte* activation_row, int64_t k);
 
+// y[i·ldy + r] = dot(weight row r, activation row i) for r < m, i < n (y += ... when `accumulate`),
+// weight rows w_row_bytes apart, activation rows x_row_bytes apart. Each output is bit for bit the
+// kernel's `dot` of the same two rows, whatever m, n and the output's place among them.
+using RowTile = void (*)(const std::byte* weight_rows, size_t w_row_bytes, int64_t m, const std::byte* activation_rows,
+                         size_t x_row_bytes, int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate);
+
 // The form an activation row takes for a row-dot kernel. The int8 forms are ggml's activation
 // blocks: 32 elements q_j = round(x_j / d) with d = max|x_j| / 127, d stored as an f16.
 enum class ActivationType {
@@ -52,6 +58,9 @@ const char* activation_type_name(ActivationType type);
 struct DotKernel {
   ActivationType activation_type;
   RowDot dot;
+  // Several weight rows by several activation rows in registers, for the kernels that have one
+  // (AVX2 and AVX-512: Q8_0 and Q4_0 with Q8_0 activations, Q8_0 with float32 ones); else nullptr.
+  RowTile tile = nullptr;
 };
 
 // The kernel for `weight_type` on `isa`, or nullptr when there is none (the type has no row-dot

@@ -19,6 +19,17 @@ namespace star::cpu {
 // tiles' time at 16 rows and 0.8-1.25x at 24, so 16 is where they stop winning.
 inline constexpr int64_t kRowDotMaxRows = 16;
 
+// The same limit for kernels with a register tile (DotKernel::tile): a weight block is unpacked
+// once for several activation rows and an activation block once for several weight rows, so the
+// row dots keep winning over widened tiles + sgemm further. Measured with `star-bench matmul`
+// (Q8_0 and Q4_0 on AVX2, 2048x768, 768x2048, 768x768, and the Q8_0 float-activation 8192x768;
+// one and two threads, minimum of 15 calls on a loaded machine): the tiles are faster up to 32
+// rows (0.5-0.9x the widened path's time at 24, 0.7-1.05x at 32) and lose from 40-48 (up to 2x).
+inline constexpr int64_t kRowTileMaxRows = 32;
+
+// kRowTileMaxRows for a kernel with a tile, else kRowDotMaxRows.
+int64_t row_dot_max_rows(const DotKernel& kernel);
+
 // The row-dot kernel matmul uses for up to kRowDotMaxRows rows of a `dtype` weight on `isa`, or
 // nullptr (rows widened in L1): find_dot_kernel's, except where rounding the activations to int8
 // blocks costs measured accuracy (Q4_1), find_float_dot_kernel's.
@@ -48,6 +59,13 @@ void matmul_shared_input(const float* x, int64_t n, std::initializer_list<Matmul
 // activations agrees with float32 transformers on the top token at 98.2% of positions, against
 // float32 on every other product.
 void matmul_float_activations(const float* x, int64_t n, const WeightTensor& w, float* y);
+
+// The ways matmul can multiply, forced (not accumulating), for `star-bench matmul`, which measures
+// where they cross: the row dots one (weight row, activation row) pair at a time, the same with the
+// kernel's register tile, and float32 tiles widened and multiplied with sgemm. The row-dot paths
+// need a kernel for w's type: few_rows_kernel's, or find_float_dot_kernel's with float_activations.
+enum class MatmulPath { kRowDots, kRowTiles, kWidenedTiles };
+void matmul_forced(MatmulPath path, const float* x, int64_t n, const WeightTensor& w, float* y, bool float_activations);
 
 // out[count, cols] = rows [first, first + count) of w as float32 (exact for every stored type).
 void dequantize_weight_rows(const WeightTensor& w, int64_t first, int64_t count, float* out);

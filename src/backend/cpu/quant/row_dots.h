@@ -49,6 +49,20 @@ float q4_1_f32_avx512(const std::byte* w, const std::byte* x, int64_t k);
 float q6_k_f32_avx512(const std::byte* w, const std::byte* x, int64_t k);
 float bf16_f32_avx512(const std::byte* w, const std::byte* x, int64_t k);
 
+// Register tiles (RowTile in star/backend/cpu/dot_kernels.h) whose 1x1 case is the dot above.
+void q8_0_q8_0_tile_avx2(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
+                         int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate);
+void q4_0_q8_0_tile_avx2(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
+                         int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate);
+void q8_0_f32_tile_avx2(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
+                        int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate);
+void q8_0_q8_0_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
+                           int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate);
+void q4_0_q8_0_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
+                           int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate);
+void q8_0_f32_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
+                          int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate);
+
 // Q4_K and Q5_K against Q8_0 activations (dot_k_*.cpp): scalar, AVX2, AVX-512 VNNI.
 float q4_k_q8_0_scalar(const std::byte* w, const std::byte* x, int64_t k);
 float q5_k_q8_0_scalar(const std::byte* w, const std::byte* x, int64_t k);
