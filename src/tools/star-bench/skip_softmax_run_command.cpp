@@ -25,6 +25,7 @@ struct ScaleRuns {
   double scale_factor = 0;
   std::vector<double> prefill_ms, decode_ms_per_token, first_token_s, wall_decode_ms_per_token;
   SkipSoftmaxTiles prefill_tiles, decode_tiles;  // of the last round (every round skips the same)
+  SkipSoftmaxTiles engine_tiles;  // what the engine counted in Phase 2 (every rank's), last round
 };
 
 double slowest(const std::vector<cpu::AttentionKernelClockReading>& ranks, bool decode) {
@@ -131,6 +132,7 @@ int run_skip_softmax_run_command(const CLI::App& command, const SkipSoftmaxRunCo
       run.decode_ms_per_token.push_back(1e3 * slowest(ranks, true) / later_tokens);
       run.first_token_s.push_back(g->first_token_seconds);
       run.wall_decode_ms_per_token.push_back(1e3 * g->decode_seconds / later_tokens);
+      run.engine_tiles = g->skip_softmax_tiles;
       run.prefill_tiles = {};
       run.decode_tiles = {};
       for (const auto& r : ranks) {
@@ -159,6 +161,7 @@ int run_skip_softmax_run_command(const CLI::App& command, const SkipSoftmaxRunCo
       j["phase1_s"] = *std::max_element(phase1_wall.begin(), phase1_wall.end());
       j["prefill_tiles"] = tiles_json(run.prefill_tiles);
       j["decode_tiles"] = tiles_json(run.decode_tiles);
+      j["engine_phase2_tiles"] = tiles_json(run.engine_tiles);
       j["prefill_kernel_ms"] = prefill;
       j["prefill_kernel_ms_rounds"] = run.prefill_ms;
       j["prefill_speedup"] = prefill > 0 ? dense_prefill / prefill : 0.0;
