@@ -125,7 +125,9 @@ def report(a, out_file):
     rocket = [r for k, r in cells.items() if k[0] == "rocket"]
     order = lambda r: (r["preset"], r["length"], plan_name(r), float(r.get("S", 0)))
 
-    md = ["## Skip Softmax in model runs", "",
+    md = ["Written by scripts/bench/sparse_presets.py from every row of sparse_presets.jsonl; how to read it: "
+          "docs/sparse-attention.md (Skip Softmax) and docs/rocket-benchmark.md (RocketKV).", "",
+          "## Skip Softmax in model runs", "",
           "Prefill: the last chunk of the prompt (`query` tokens) against every earlier key; decode: each "
           "generated token. Kernel ms: time inside the CPU attention kernel, slowest rank, median over "
           "rounds; skipped: skipped / visited (vote group x key tile) pairs, every rank.", "",
@@ -180,7 +182,7 @@ def report(a, out_file):
     ax.axvline(60, color="red", lw=0.8, ls=":")
     ax.set_xlabel("skipped tiles (%)")
     ax.set_ylabel("attention-kernel speedup over S = 0")
-    ax.set_title("Skip Softmax in model runs (random-weight presets, CPU)")
+    ax.set_title("Skip Softmax in model runs: attention-kernel time (CPU)")
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     fig.savefig(os.path.join(a.out, "sparse_presets.png"), dpi=120)
