@@ -49,6 +49,10 @@ if [ "${STAR_PYTHON_REFS:-0}" = "1" ]; then
   if ! dpkg-query -W -f='${Status}' python3-torch 2>/dev/null | grep -q "install ok installed"; then
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-torch
   fi
+  # The PNG plots of scripts/bench/skip_softmax.py, sparse_presets.py and scripts/eval/plot_heatmap.py.
+  if ! dpkg-query -W -f='${Status}' python3-matplotlib 2>/dev/null | grep -q "install ok installed"; then
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-matplotlib
+  fi
   # gguf: reads GGUF files for the vocabulary/chat fixtures and brings what llama.cpp's converter imports.
   /usr/bin/python3 -c 'import transformers, tokenizers, safetensors, jinja2, gguf' 2>/dev/null ||
     as_root /usr/bin/python3 -m pip install -q --break-system-packages \

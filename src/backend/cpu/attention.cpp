@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -13,6 +14,7 @@
 #include "kv_rows.h"
 #include "simd.h"
 #include "star/attention/merge.h"
+#include "star/backend/cpu/attention_kernel_clock.h"
 
 namespace star::cpu {
 namespace {
@@ -546,6 +548,8 @@ void attention_forward(const float* q, int64_t nq, KvRows k, KvRows v, int64_t n
   assert(n_heads > 0 && n_kv_heads > 0 && n_heads % n_kv_heads == 0 && head_dim > 0);
   assert(k.dtype == v.dtype && check_kv_dtype(k.dtype, head_dim).ok());
   if (nq <= 0) return;
+  const bool clocked = attention_kernel_clock_on();
+  const auto start = clocked ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   const int threads = omp_get_max_threads();
   const Cut cut = cut_problem(nq, nk, n_heads, n_kv_heads, head_dim, threads);
   // lambda = S / L for the L keys of this call; at lambda >= 1 kernels disagree and accuracy suffers.
@@ -596,6 +600,10 @@ void attention_forward(const float* q, int64_t nq, KvRows k, KvRows v, int64_t n
   if (skip.tiles != nullptr) *skip.tiles += SkipSoftmaxTiles{visited, skipped};
   if (n_splits > 1) {
     merge_partials(part_out.data(), part_lse.data(), n_splits, nq, n_heads, head_dim, out, lse);
+  }
+  if (clocked) {
+    book_attention_kernel_call(nq, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                               {visited, skipped});
   }
 }
 
