@@ -54,9 +54,10 @@ if [ "${STAR_PYTHON_REFS:-0}" = "1" ]; then
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-matplotlib
   fi
   # gguf: reads GGUF files for the vocabulary/chat fixtures and brings what llama.cpp's converter imports.
-  /usr/bin/python3 -c 'import transformers, tokenizers, safetensors, jinja2, gguf' 2>/dev/null ||
+  # sentencepiece: llama.cpp's converter imports it before it falls back to the BPE vocabulary.
+  /usr/bin/python3 -c 'import transformers, tokenizers, safetensors, jinja2, gguf, sentencepiece' 2>/dev/null ||
     as_root /usr/bin/python3 -m pip install -q --break-system-packages \
-      "transformers==4.44.2" "tokenizers==0.19.1" "safetensors" "jinja2" "gguf"
+      "transformers==4.44.2" "tokenizers==0.19.1" "safetensors" "jinja2" "gguf" "sentencepiece"
 fi
 
 # The star-openai tests drive the shim with the official `openai` client and read /metrics with
