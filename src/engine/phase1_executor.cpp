@@ -8,7 +8,7 @@ Result<Phase1Stats> encode_context(EngineModel& model, const BlockPlan& plan, Co
                                    const BlockProgress& progress, double prefill_scale_factor,
                                    const WindowRecording& window) {
   Result<std::unique_ptr<Phase1Job>> job =
-      Phase1Job::start(model, plan, comm, shard, prefill_scale_factor, window, /*max_chunk_tokens=*/0, progress);
+      Phase1Job::start(model, plan, comm, shard, prefill_scale_factor, window, ChunkLimit(), progress);
   if (!job.ok()) return job.status();
   while (!(*job)->done()) {
     if (Status s = run_phase1_chunk(model, **job); !s.ok()) return s;

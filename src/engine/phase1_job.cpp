@@ -9,8 +9,6 @@
 namespace star {
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // A rank with an empty ring segment still runs its step (it forwards its neighbours' K/V) but
 // encodes no block, so it reports no progress.
 bool encodes_a_block(const EncodeStep& s) { return s.kind != EncodeStep::Kind::kExtendPrefix && !s.token_ids.empty(); }
@@ -18,15 +16,14 @@ bool encodes_a_block(const EncodeStep& s) { return s.kind != EncodeStep::Kind::k
 int64_t lead_tokens(const EncodeStep& s) { return s.lead_tokens; }
 int64_t body_tokens(const EncodeStep& s) { return static_cast<int64_t>(s.token_ids.size()) - s.lead_tokens; }
 
-// Chunks of a part of `tokens` tokens; a ring step is one chunk even when empty (see the header).
-int64_t part_chunks(int64_t tokens, int64_t max_chunk_tokens) {
-  if (tokens <= 0) return 0;
-  return max_chunk_tokens == 0 ? 1 : ceil_div(tokens, max_chunk_tokens);
-}
+// Keys at most one row attends: the window's, or none (0) without one.
+int64_t key_cap(const AttentionWindow& w) { return w.bounded() ? w.sink + w.window : 0; }
 
-int64_t step_chunks(const EncodeStep& s, int64_t max_chunk_tokens) {
-  if (s.kind == EncodeStep::Kind::kRingSegment) return 1;
-  return part_chunks(lead_tokens(s), max_chunk_tokens) + part_chunks(body_tokens(s), max_chunk_tokens);
+// Chunks of a part of `tokens` tokens whose first attends `keys_before` keys.
+int64_t part_chunks(int64_t tokens, int64_t keys_before, const ChunkLimit& limit, int64_t cap) {
+  int64_t chunks = 0;
+  for (int64_t done = 0; done < tokens; ++chunks) done += chunk_rows(limit, tokens - done, keys_before + done, cap);
+  return chunks;
 }
 
 // Every rank checks every rank's steps, so all reach the same verdict before any collective.
@@ -64,22 +61,27 @@ void append_window_rows(rocket::WindowQueries& to, const rocket::WindowQueries& 
 
 Result<std::unique_ptr<Phase1Job>> Phase1Job::start(EngineModel& model, const BlockPlan& plan, Communicator& comm,
                                                     KvShard& shard, double prefill_scale_factor,
-                                                    const WindowRecording& window, int64_t max_chunk_tokens,
+                                                    const WindowRecording& window, const ChunkLimit& limit,
                                                     BlockProgress progress) {
   if (static_cast<int>(plan.ranks.size()) != comm.size()) {
     return invalid_argument("plan is for " + std::to_string(plan.ranks.size()) + " ranks but " +
                             std::to_string(comm.size()) + " are running");
   }
-  if (max_chunk_tokens < 0) {
-    return invalid_argument("max_chunk_tokens is " + std::to_string(max_chunk_tokens) +
+  if (limit.max_tokens < 0) {
+    return invalid_argument("max_chunk_tokens is " + std::to_string(limit.max_tokens) +
                             "; it must be positive, or 0 for no limit");
+  }
+  if (limit.max_cost < 0 || (limit.max_cost > 0 && limit.keys_per_token <= 0)) {
+    return invalid_argument("max_chunk_cost is " + std::to_string(limit.max_cost) + " with " +
+                            std::to_string(limit.keys_per_token) +
+                            " keys per token; it must be positive with a positive key count, or 0 for no limit");
   }
   if (shard.tokens() != 0) return failed_precondition("Phase 1 needs an empty shard");
   if (Status s = check_backend_runs(model, plan); !s.ok()) return s;
   Result<std::unique_ptr<KvShard>> prefix = model.new_shard(0);
   if (!prefix.ok()) return prefix.status();
   std::unique_ptr<Phase1Job> job(new Phase1Job(model, comm, shard, plan, prefill_scale_factor, window,
-                                               max_chunk_tokens, std::move(progress), std::move(*prefix)));
+                                               limit, std::move(progress), std::move(*prefix)));
   if (job->done()) {
     if (Status s = job->finish_phase1(); !s.ok()) return s;
   }
@@ -87,7 +89,7 @@ Result<std::unique_ptr<Phase1Job>> Phase1Job::start(EngineModel& model, const Bl
 }
 
 Phase1Job::Phase1Job(EngineModel& model, Communicator& comm, KvShard& shard, const BlockPlan& plan,
-                     double prefill_scale_factor, const WindowRecording& window, int64_t max_chunk_tokens,
+                     double prefill_scale_factor, const WindowRecording& window, const ChunkLimit& limit,
                      BlockProgress progress, std::unique_ptr<KvShard> prefix)
     : model_(model),
       comm_(comm),
@@ -96,7 +98,7 @@ Phase1Job::Phase1Job(EngineModel& model, Communicator& comm, KvShard& shard, con
       window_(plan.window),
       prefill_scale_factor_(prefill_scale_factor),
       recording_(window),
-      max_chunk_tokens_(max_chunk_tokens),
+      limit_(limit),
       progress_(std::move(progress)),
       prefix_(std::move(prefix)),
       started_(std::chrono::steady_clock::now()) {
@@ -110,9 +112,19 @@ Phase1Job::Phase1Job(EngineModel& model, Communicator& comm, KvShard& shard, con
   skip_empty_parts();
 }
 
-int64_t Phase1Job::chunk_count(const BlockPlan& plan, int rank, int64_t max_chunk_tokens) {
+int64_t Phase1Job::chunk_count(const BlockPlan& plan, int rank, const ChunkLimit& limit) {
+  const int64_t cap = key_cap(plan.window);
   int64_t chunks = 0;
-  for (const EncodeStep& s : plan.ranks[rank].steps) chunks += step_chunks(s, max_chunk_tokens);
+  int64_t prefix = 0;
+  for (const EncodeStep& s : plan.ranks[rank].steps) {
+    if (s.kind == EncodeStep::Kind::kRingSegment) {
+      ++chunks;
+      continue;
+    }
+    chunks += part_chunks(lead_tokens(s), prefix, limit, cap);
+    chunks += part_chunks(body_tokens(s), prefix + lead_tokens(s), limit, cap);
+    if (s.kind == EncodeStep::Kind::kExtendPrefix) prefix += body_tokens(s);
+  }
   return chunks;
 }
 
@@ -124,9 +136,11 @@ int64_t Phase1Job::part_tokens() const {
 }
 
 int64_t Phase1Job::chunk_rows() const {
+  const EncodeStep& s = mine_.steps[step_];
   const int64_t left = part_tokens() - offset_;
-  const bool whole = max_chunk_tokens_ == 0 || mine_.steps[step_].kind == EncodeStep::Kind::kRingSegment;
-  return whole ? left : std::min(left, max_chunk_tokens_);
+  if (s.kind == EncodeStep::Kind::kRingSegment) return left;
+  const int64_t keys_before = planned_prefix_tokens_ + (part_ == Part::kBody ? lead_tokens(s) : 0) + offset_;
+  return star::chunk_rows(limit_, left, keys_before, key_cap(window_));
 }
 
 void Phase1Job::skip_empty_parts() {
@@ -220,6 +234,7 @@ Status Phase1Job::finish_step() {
   const EncodeStep& s = mine_.steps[step_];
   // The lead extended the prefix for this block only.
   if (s.lead_tokens > 0) prefix_->truncate(step_prefix_tokens_);
+  if (s.kind == EncodeStep::Kind::kExtendPrefix) planned_prefix_tokens_ += body_tokens(s);
   if (encodes_a_block(s)) {
     ++blocks_done_;
     if (progress_) progress_(s.block_index, blocks_done_, blocks_total_);

@@ -127,7 +127,8 @@ class StepEngine::Impl {
     AdmissionContext admission{
         .model = model_,
         .comm = comm_,
-        .max_chunk_tokens = limits_.max_num_batched_tokens,
+        .chunk_limit = ChunkLimit::by_tokens_and_cost(limits_.max_num_batched_tokens, limits_.max_chunk_cost,
+                                                      attention_keys_per_token(model_.config())),
         .find_context = [this](const std::string& id) -> std::optional<ContextView> {
           if (auto it = kept_.find(id); it != kept_.end()) return ContextView{it->second->layout, it->second->shard.get()};
           if (auto it = borrowed_.find(id); it != borrowed_.end()) return it->second;

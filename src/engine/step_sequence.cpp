@@ -137,10 +137,10 @@ Result<std::unique_ptr<StepSequence>> admit_sequence(const AdmissionContext& eng
       rocket ? WindowRecording{spec.attention.sparse.rocket.window_size, &sequence->rocket_window} : WindowRecording{};
   Result<std::unique_ptr<Phase1Job>> job =
       Phase1Job::start(engine.model, *plan, engine.comm, *context->shard, context->layout.skip_softmax.prefill_scale_factor,
-                       window, engine.max_chunk_tokens, std::move(progress));
+                       window, engine.chunk_limit, std::move(progress));
   if (!job.ok()) return job.status();
   for (int r = 0; r < engine.comm.size(); ++r) {
-    sequence->slowest_chunks = std::max(sequence->slowest_chunks, Phase1Job::chunk_count(*plan, r, engine.max_chunk_tokens));
+    sequence->slowest_chunks = std::max(sequence->slowest_chunks, Phase1Job::chunk_count(*plan, r, engine.chunk_limit));
   }
   sequence->job = std::move(*job);
   sequence->plan = std::move(*plan);

@@ -20,6 +20,7 @@ Status check_scheduler_limits(const SchedulerLimits& limits) {
       !s.ok()) {
     return s;
   }
+  if (Status s = check_at_least("max_chunk_cost", "--max-chunk-cost", limits.max_chunk_cost, 0); !s.ok()) return s;
   return check_at_least("kv_cache_bytes", "--kv-cache-bytes", limits.kv_cache_bytes, 0);
 }
 

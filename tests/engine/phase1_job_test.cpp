@@ -1,7 +1,8 @@
 // Phase 1 in chunks against Phase 1 in one pass per step (encode_context, which the exactness and
 // golden tests pin): for every algorithm, on every rank of its plan, a Phase1Job with chunks of 1, 7
-// and 64 tokens leaves the same shard, books the same tokens and blocks, runs exactly chunk_count
-// chunks, and records RocketKV's window across chunk edges. Ranks of a plan whose Phase 1 sends
+// and 64 tokens, and with chunks sized by cost (chunk_limit.h), leaves the same shard, books the same
+// tokens and blocks, runs exactly chunk_count chunks, and records RocketKV's window across chunk
+// edges. Ranks of a plan whose Phase 1 sends
 // nothing (all but ring) run one after another here; ring runs on one rank (tests/mpi covers two).
 #include <gtest/gtest.h>
 
@@ -87,23 +88,23 @@ class Phase1JobTest : public ::testing::Test {
     return p.ok() ? std::move(*p) : BlockPlan{};
   }
 
-  // Rank `comm.rank()`'s Phase 1 of `plan`: through encode_context (max_chunk_tokens kNoLimit) or a
-  // Phase1Job with that limit, each chunk in a forward of its own.
-  static Encoded encode(const BlockPlan& plan, Communicator& comm, int64_t max_chunk_tokens, int64_t window_rows = 0) {
+  // Rank `comm.rank()`'s Phase 1 of `plan`: through encode_context (kNoLimit) or a Phase1Job with
+  // that limit, each chunk in a forward of its own.
+  static Encoded encode(const BlockPlan& plan, Communicator& comm, const ChunkLimit& limit, int64_t window_rows = 0) {
     Encoded e;
     Result<std::unique_ptr<KvShard>> shard = engine().new_shard(0);
     EXPECT_TRUE(shard.ok());
     e.shard = std::move(*shard);
     const WindowRecording window{window_rows, window_rows > 0 ? &e.window : nullptr};
     const BlockProgress progress = [&e](int block, int done, int total) { e.progress.emplace_back(block, done, total); };
-    if (max_chunk_tokens == kNoLimit) {
+    if (limit.max_tokens == kNoLimit && limit.max_cost == 0) {
       Result<Phase1Stats> stats = encode_context(engine(), plan, comm, *e.shard, progress, 0.0, window);
       EXPECT_TRUE(stats.ok()) << stats.status().to_string();
       if (stats.ok()) e.stats = *stats;
       return e;
     }
     Result<std::unique_ptr<Phase1Job>> job =
-        Phase1Job::start(engine(), plan, comm, *e.shard, 0.0, window, max_chunk_tokens, progress);
+        Phase1Job::start(engine(), plan, comm, *e.shard, 0.0, window, limit, progress);
     EXPECT_TRUE(job.ok()) << job.status().to_string();
     if (!job.ok()) return e;
     while (!(*job)->done()) {
@@ -111,7 +112,7 @@ class Phase1JobTest : public ::testing::Test {
       EXPECT_TRUE(chunk.ok()) << chunk.status().to_string();
       if (!chunk.ok()) return e;
       // A chunk never exceeds the limit, except a ring segment, which is never split.
-      if (plan.algorithm != "ring") EXPECT_LE(static_cast<int64_t>(chunk->tokens.size()), max_chunk_tokens);
+      if (plan.algorithm != "ring") EXPECT_LE(static_cast<int64_t>(chunk->tokens.size()), limit.max_tokens);
       EXPECT_EQ(chunk->tokens.size(), chunk->positions.size());
       Result<std::vector<float>> r = engine().forward(chunk->tokens, chunk->positions, *chunk->attention, 0);
       EXPECT_TRUE(r.ok()) << r.status().to_string();
@@ -146,14 +147,18 @@ class Phase1JobTest : public ::testing::Test {
     return worst;
   }
 
-  // Every rank of `config`'s plan on `ranks` ranks, chunked by 1, 7 and 64, against one pass per step.
+  // Every rank of `config`'s plan on `ranks` ranks, chunked by 1, 7 and 64 tokens and by cost (at 4
+  // keys per token-equivalent a chunk of 12 token-equivalents holds from 12 rows down to one as its
+  // prefix grows over these contexts), against one pass per step.
   static void expect_chunks_equal_one_pass(const AttentionConfig& config, int ranks) {
     const BlockPlan p = plan(config, ranks);
+    const ChunkLimit by_cost = ChunkLimit::by_tokens_and_cost(64, 12, 4);
     for (int rank = 0; rank < ranks; ++rank) {
       LoneRank comm(rank, ranks);
       const Encoded whole = encode(p, comm, kNoLimit);
-      for (int64_t limit : {int64_t{1}, int64_t{7}, int64_t{64}}) {
-        SCOPED_TRACE("rank " + std::to_string(rank) + ", chunks of " + std::to_string(limit));
+      for (const ChunkLimit& limit : {ChunkLimit(1), ChunkLimit(7), ChunkLimit(64), by_cost}) {
+        SCOPED_TRACE("rank " + std::to_string(rank) + ", chunks of " + std::to_string(limit.max_tokens) +
+                     " tokens and " + std::to_string(limit.max_cost) + " token-equivalents");
         const Encoded chunked = encode(p, comm, limit);
         EXPECT_EQ(chunked.chunks_run, Phase1Job::chunk_count(p, rank, limit));
         EXPECT_EQ(chunked.stats.shard_tokens, whole.stats.shard_tokens);
@@ -256,6 +261,13 @@ TEST_F(Phase1JobTest, ChunkCountFollowsThePlan) {
   EXPECT_EQ(Phase1Job::chunk_count(p, 0, 7), 3 + 1 + (2 + 3));
   EXPECT_EQ(Phase1Job::chunk_count(p, 2, 7), 1 + (2 + 3) + (2 + 3) + (2 + 2));
   EXPECT_EQ(Phase1Job::chunk_count(p, 2, 1), 4 + (9 + 20) + (9 + 20) + (9 + 10));
+  // By cost, 12 token-equivalents at 4 keys each: rows r whose first attends k keys cost
+  // r + (k+1 + ... + k+r) / 4. Rank 0's block 0 (no prefix) runs as 6, 3, 3, 2, 2, 2, 2 rows; the
+  // anchor as one chunk of 4; a lead after the 4-token anchor as 4, 3, 2; a body after anchor and
+  // lead (13 keys) as 2, 2, 2 and then single rows (2 rows from 19 keys cost 12.25).
+  const ChunkLimit by_cost = ChunkLimit::by_tokens_and_cost(64, 12, 4);
+  EXPECT_EQ(Phase1Job::chunk_count(p, 0, by_cost), 7 + 1 + (3 + 17));
+  EXPECT_EQ(Phase1Job::chunk_count(p, 2, by_cost), 1 + (3 + 17) + (3 + 17) + (3 + 7));
 }
 
 // RocketKV's window: the last W rows of the query host's last block, gathered across the chunks
@@ -292,6 +304,9 @@ TEST_F(Phase1JobTest, MisuseIsRefused) {
   auto shard = engine().new_shard(0);
   ASSERT_TRUE(shard.ok());
   EXPECT_EQ(Phase1Job::start(engine(), p, comm, **shard, 0.0, {}, -1).status().code(), StatusCode::kInvalidArgument);
+  for (const ChunkLimit& bad : {ChunkLimit::by_tokens_and_cost(7, -1, 4), ChunkLimit::by_tokens_and_cost(7, 12, 0)}) {
+    EXPECT_EQ(Phase1Job::start(engine(), p, comm, **shard, 0.0, {}, bad).status().code(), StatusCode::kInvalidArgument);
+  }
   LoneRank two(0, 2);
   EXPECT_EQ(Phase1Job::start(engine(), p, two, **shard, 0.0, {}, 7).status().code(), StatusCode::kInvalidArgument);
 

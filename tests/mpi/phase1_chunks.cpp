@@ -45,17 +45,17 @@ class Phase1Chunks : public ::testing::Test {
     return ids;
   }
 
-  // Phase 1 of `plan` on this rank (max_chunk_tokens 0: encode_context), then the query's logits
-  // through Phase 2 over the shards every rank left.
-  std::vector<float> phase1_then_query(const BlockPlan& plan, int64_t max_chunk_tokens) {
+  // Phase 1 of `plan` on this rank (no limit: encode_context), then the query's logits through
+  // Phase 2 over the shards every rank left.
+  std::vector<float> phase1_then_query(const BlockPlan& plan, const ChunkLimit& limit) {
     Result<std::unique_ptr<KvShard>> shard = engine().new_shard(0);
     EXPECT_TRUE(shard.ok());
     if (!shard.ok()) return {};
-    if (max_chunk_tokens == 0) {
+    if (limit.max_tokens == 0 && limit.max_cost == 0) {
       Result<Phase1Stats> stats = encode_context(engine(), plan, comm_, **shard);
       EXPECT_TRUE(stats.ok()) << stats.status().to_string();
     } else {
-      run_in_lock_step(plan, max_chunk_tokens, **shard);
+      run_in_lock_step(plan, limit, **shard);
     }
     const std::vector<int32_t> query = random_ids(3, 99);
     std::vector<int32_t> positions(query.size());
@@ -71,10 +71,10 @@ class Phase1Chunks : public ::testing::Test {
 
   // As the step engine: one chunk per step on each rank that has one left, steps until the
   // slowest rank's last chunk.
-  void run_in_lock_step(const BlockPlan& plan, int64_t max_chunk_tokens, KvShard& shard) {
+  void run_in_lock_step(const BlockPlan& plan, const ChunkLimit& limit, KvShard& shard) {
     int64_t steps = 0;
-    for (int r = 0; r < comm_.size(); ++r) steps = std::max(steps, Phase1Job::chunk_count(plan, r, max_chunk_tokens));
-    Result<std::unique_ptr<Phase1Job>> job = Phase1Job::start(engine(), plan, comm_, shard, 0.0, {}, max_chunk_tokens);
+    for (int r = 0; r < comm_.size(); ++r) steps = std::max(steps, Phase1Job::chunk_count(plan, r, limit));
+    Result<std::unique_ptr<Phase1Job>> job = Phase1Job::start(engine(), plan, comm_, shard, 0.0, {}, limit);
     ASSERT_TRUE(job.ok()) << job.status().to_string();
     for (int64_t step = 0; step < steps; ++step) {
       if ((*job)->done()) continue;
@@ -82,7 +82,7 @@ class Phase1Chunks : public ::testing::Test {
       ASSERT_TRUE(s.ok()) << s.to_string();
     }
     EXPECT_TRUE((*job)->done());
-    EXPECT_EQ((*job)->chunks_done(), Phase1Job::chunk_count(plan, comm_.rank(), max_chunk_tokens));
+    EXPECT_EQ((*job)->chunks_done(), Phase1Job::chunk_count(plan, comm_.rank(), limit));
   }
 
   static float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
@@ -119,8 +119,11 @@ TEST_F(Phase1Chunks, ChunkedShardsAnswerAsOnePassPerStep) {
     Result<BlockPlan> plan = build_block_plan(context, comm_.size(), config);
     ASSERT_TRUE(plan.ok()) << plan.status().to_string();
     const std::vector<float> whole = phase1_then_query(*plan, 0);
-    for (int64_t limit : {int64_t{1}, int64_t{7}, int64_t{64}}) {
-      SCOPED_TRACE(config.algorithm + ", chunks of " + std::to_string(limit));
+    // By cost (8 keys a token-equivalent, 16 of them a chunk) the ranks' chunk counts differ more:
+    // a rank whose block comes after a long prefix cuts it into more, smaller chunks.
+    for (const ChunkLimit& limit : {ChunkLimit(1), ChunkLimit(7), ChunkLimit(64), ChunkLimit::by_tokens_and_cost(64, 16, 8)}) {
+      SCOPED_TRACE(config.algorithm + ", chunks of " + std::to_string(limit.max_tokens) + " tokens and " +
+                   std::to_string(limit.max_cost) + " token-equivalents");
       const std::vector<float> chunked = phase1_then_query(*plan, limit);
       // Shorter chunks sum in another order (tests/engine/phase1_job_test.cpp bounds the KV).
       if (comm_.rank() == 0) EXPECT_LT(max_abs_diff(chunked, whole), 1e-4f);

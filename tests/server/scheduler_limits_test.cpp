@@ -23,6 +23,8 @@ TEST(SchedulerLimits, EachLimitAtItsLeastPassesAndOneBelowIsNamed) {
   for (const Case& c : {Case{&SchedulerLimits::max_num_seqs, 1, "max_num_seqs: 0 (--max-num-seqs must be at least 1)"},
                         Case{&SchedulerLimits::max_num_batched_tokens, 0,
                              "max_num_batched_tokens: -1 (--max-num-batched-tokens must be at least 0)"},
+                        Case{&SchedulerLimits::max_chunk_cost, 0,
+                             "max_chunk_cost: -1 (--max-chunk-cost must be at least 0)"},
                         Case{&SchedulerLimits::kv_cache_bytes, 0,
                              "kv_cache_bytes: -1 (--kv-cache-bytes must be at least 0)"}}) {
     SchedulerLimits limits;

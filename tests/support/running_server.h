@@ -38,7 +38,8 @@ class RunningServer {
     EXPECT_TRUE(s.ok()) << s.status().to_string();
     server_ = std::move(*s);
     engine_ = std::make_unique<StepEngine>(*model_, comm_,
-                                           StepLimits{.max_num_batched_tokens = options.scheduler.max_num_batched_tokens});
+                                           StepLimits{.max_num_batched_tokens = options.scheduler.max_num_batched_tokens,
+                                                      .max_chunk_cost = options.scheduler.max_chunk_cost});
     engine_thread_ = std::thread([this] { served_ = server_->serve(*model_, *engine_, comm_, {}); });
     grpc::ChannelArguments arguments;
     arguments.SetSslTargetNameOverride("localhost");

@@ -1,5 +1,5 @@
-// Phase1Job: one sequence's Phase 1 on this rank as a series of chunks of at most
-// max_chunk_tokens tokens, so a step engine can interleave a long context's encoding with other
+// Phase1Job: one sequence's Phase 1 on this rank as a series of chunks within a ChunkLimit (tokens,
+// and cost: see chunk_limit.h), so a step engine can interleave a long context's encoding with other
 // sequences' decoding (one chunk per step, maybe fused with their rows in one forward).
 //
 // The job runs this rank's steps of a BlockPlan in order and cuts each into chunks:
@@ -25,6 +25,7 @@
 #include "star/attention/skip_softmax.h"
 #include "star/common/status.h"
 #include "star/dist/communicator.h"
+#include "star/engine/chunk_limit.h"
 #include "star/engine/engine_model.h"
 
 namespace star {
@@ -62,15 +63,16 @@ class Phase1Job {
   // Checks the plan against the communicator and the backend (every rank reaches the same verdict
   // before any work) and prepares this rank's chunks. `shard` must be empty, made by `model`; it,
   // `model`, `comm` and window.out must outlive the job (the plan need not). Every chunk's attention
-  // runs Skip Softmax with prefill_scale_factor S (0: dense). max_chunk_tokens 0: no limit.
+  // runs Skip Softmax with prefill_scale_factor S (0: dense).
   static Result<std::unique_ptr<Phase1Job>> start(EngineModel& model, const BlockPlan& plan, Communicator& comm,
                                                   KvShard& shard, double prefill_scale_factor,
-                                                  const WindowRecording& window, int64_t max_chunk_tokens,
+                                                  const WindowRecording& window, const ChunkLimit& limit,
                                                   BlockProgress progress = {});
 
   // The chunks rank `rank` runs for `plan` in total. Every rank computes every rank's count, so
-  // all know when the slowest one finishes (ranks with fewer chunks idle in the later steps).
-  static int64_t chunk_count(const BlockPlan& plan, int rank, int64_t max_chunk_tokens);
+  // all know when the slowest one finishes (ranks with fewer chunks idle in the later steps). It
+  // walks the steps as the job does: the keys a chunk attends follow from the plan alone.
+  static int64_t chunk_count(const BlockPlan& plan, int rank, const ChunkLimit& limit);
 
   bool done() const;
   // The next chunk. The caller runs it in a forward (maybe fused with other rows), then calls
@@ -90,7 +92,7 @@ class Phase1Job {
   enum class Part { kLead, kBody };
 
   Phase1Job(EngineModel& model, Communicator& comm, KvShard& shard, const BlockPlan& plan,
-            double prefill_scale_factor, const WindowRecording& window, int64_t max_chunk_tokens,
+            double prefill_scale_factor, const WindowRecording& window, const ChunkLimit& limit,
             BlockProgress progress, std::unique_ptr<KvShard> prefix);
 
   int64_t part_tokens() const;   // tokens of the current part of the current step
@@ -109,7 +111,7 @@ class Phase1Job {
   AttentionWindow window_;
   double prefill_scale_factor_;
   WindowRecording recording_;
-  int64_t max_chunk_tokens_;
+  ChunkLimit limit_;
   BlockProgress progress_;
   std::unique_ptr<KvShard> prefix_;
 
@@ -117,6 +119,7 @@ class Phase1Job {
   Part part_ = Part::kLead;
   int64_t offset_ = 0;                  // tokens of the current part already run
   int64_t step_prefix_tokens_ = 0;      // prefix rows before the current step's lead
+  int64_t planned_prefix_tokens_ = 0;   // the same, from the plan's kExtendPrefix steps (chunk sizes)
   int64_t block_first_ = 0;             // shard row where the current step's own tokens start
   size_t recorded_step_ = 0;            // the step whose last rows RocketKV records (if recording_)
   bool records_ = false;

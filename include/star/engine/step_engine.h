@@ -101,6 +101,7 @@ struct SequenceEvent {
 
 struct StepLimits {
   int64_t max_num_batched_tokens = 2048;  // Phase 1 tokens of one step's chunk (0: a block at once)
+  int64_t max_chunk_cost = 0;             // token-equivalents of one step's chunk (chunk_limit.h; 0: off)
 };
 
 // One per rank; collective: every rank calls step() with the same message in turn.

@@ -79,7 +79,7 @@ struct StepSequence {
 struct AdmissionContext {
   EngineModel& model;
   Communicator& comm;
-  int64_t max_chunk_tokens = 0;
+  ChunkLimit chunk_limit;
   // The kept or borrowed context named `id`, or none.
   std::function<std::optional<ContextView>(const std::string& id)> find_context;
   std::function<std::shared_ptr<const EncodedContext>(const std::string& id)> kept_context;

@@ -34,6 +34,7 @@ struct ServerLimits {
 struct SchedulerLimits {
   int64_t max_num_seqs = 256;             // requests running at once (Phase 1 or Phase 2)
   int64_t max_num_batched_tokens = 2048;  // Phase 1 tokens in one step; 0: a whole block per step
+  int64_t max_chunk_cost = 0;             // Phase 1 token-equivalents in one step (chunk_limit.h); 0: off
   int64_t kv_cache_bytes = 0;             // per rank, reserved by running requests; 0: no limit
 };
 

@@ -32,6 +32,7 @@
 #include "star/common/logging.h"
 #include "star/common/thread_environment.h"
 #include "star/dist/mpi_session.h"
+#include "star/engine/chunk_limit.h"
 #include "star/engine/runtime_model.h"
 #include "star/server/mpi_doorbell.h"
 #include "star/engine/step_engine.h"
@@ -125,7 +126,8 @@ std::chrono::milliseconds rank_timeout(const Options& o) {
 
 // Every rank parses the same flags, so every rank's engine chunks Phase 1 alike.
 StepLimits step_limits(const Options& o) {
-  return {.max_num_batched_tokens = o.server.scheduler.max_num_batched_tokens};
+  return {.max_num_batched_tokens = o.server.scheduler.max_num_batched_tokens,
+          .max_chunk_cost = o.server.scheduler.max_chunk_cost};
 }
 
 int serve_rank0(const Options& o, Communicator& comm, MpiDoorbell& doorbell) {
@@ -151,6 +153,11 @@ int serve_rank0(const Options& o, Communicator& comm, MpiDoorbell& doorbell) {
     return 1;
   }
   if (!on_backend(*model, o.backend, comm)) return 1;
+  if (o.server.scheduler.max_chunk_cost > 0) {
+    spdlog::info("Phase 1 chunks: at most {} tokens and {} token-equivalents (a token costs 1 + keys/{})",
+                 o.server.scheduler.max_num_batched_tokens, o.server.scheduler.max_chunk_cost,
+                 attention_keys_per_token(model->engine->config()));
+  }
   auto on_lost = [&s](const std::string& why) {
     spdlog::critical("{}; every request ends with UNAVAILABLE", why);
     s.fail(why, kFailGrace);
@@ -239,6 +246,13 @@ int main(int argc, char** argv) {
   app.add_option("--max-num-batched-tokens", batching.max_num_batched_tokens,
                  "Phase 1 tokens per engine step, so that running answers keep streaming while a long context is "
                  "encoded (0: a whole block per step)")
+      ->capture_default_str()
+      ->group("Batching");
+  app.add_option("--max-chunk-cost", batching.max_chunk_cost,
+                 "also caps a step's Phase 1 chunk by its cost, in tokens that attend no earlier keys: a token "
+                 "attending P keys costs 1 + P/K (K: the keys whose attention costs one token's matmuls in this model, "
+                 "the startup log gives it), so chunks shrink as a long context's prefix grows and each "
+                 "step takes about the same time, which keeps running answers' inter-token latency flat (0: off)")
       ->capture_default_str()
       ->group("Batching");
   app.add_option("--kv-cache-bytes", batching.kv_cache_bytes,
