@@ -129,6 +129,17 @@ def gaps(streams, span=None):
     return out
 
 
+def phase1_profile(together, span, slices=10):
+    """The gaps ending in each tenth of the arrival's Phase 1: [median, p99] in seconds, so a table
+    can tell whether the tail comes from one stretch of the encoding (its start, its longest prefix)."""
+    width = (span[1] - span[0]) / slices
+    profile = []
+    for i in range(slices):
+        part = gaps(together, (span[0] + i * width, span[0] + (i + 1) * width))
+        profile.append([serving.percentile(part, 50), serving.percentile(part, 99)] if part else None)
+    return profile
+
+
 def summarize(alone, arrival_alone, together, arriving):
     span = phase1_span(arriving)
     during = gaps(together, span)
@@ -143,6 +154,8 @@ def summarize(alone, arrival_alone, together, arriving):
         "first_token_seconds_alone": arrival_alone.times[0] - arrival_alone.sent,
         "first_token_seconds_together": arriving.times[0] - arriving.sent,
         "queue_seconds_together": arriving.done.timings.queue_seconds,
+        "itl_alone_median": serving.percentile(gaps(alone), 50),
+        "phase1_gap_profile": phase1_profile(together, span),
     }
 
 
@@ -162,15 +175,19 @@ def main():
                 arrival_alone = scenarios.arrival_alone()
                 together, arriving = scenarios.streams(arrival=True)
                 samples.append(summarize(alone, arrival_alone, together, arriving))
-                print(f"repeat {r + 1}: " + ", ".join(f"{k} {v:.4g}" for k, v in samples[-1].items() if v is not None),
+                print(f"repeat {r + 1}: " + ", ".join(f"{k} {v:.4g}" for k, v in samples[-1].items()
+                                                      if isinstance(v, float) or isinstance(v, int)),
                       file=sys.stderr, flush=True)
                 last = (alone, together, arriving)
         finally:
             star.stop()
     result = {k: serving.median([s[k] for s in samples]) if all(s[k] is not None for s in samples) else None
-              for k in samples[0]}
+              for k in samples[0] if k != "phase1_gap_profile"}
     result["streams_end_after_phase1"] = min(s["streams_end_after_phase1"] for s in samples)  # 1: in every run
     print_table(args, result)
+    for r, sample in enumerate(samples):
+        print(f"repeat {r + 1}, gaps ending in each tenth of the arrival's Phase 1 (median / p99 ms): " +
+              ", ".join("–" if p is None else f"{1e3 * p[0]:.0f}/{1e3 * p[1]:.0f}" for p in sample["phase1_gap_profile"]))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"model": model, "settings": vars(args), "load_average": serving.load_average(),
