@@ -159,14 +159,15 @@ def report(a, out_file):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    fig, ax = plt.subplots(figsize=(10, 5.2))
+    palette = plt.get_cmap("tab20")
     markers = {"prefill": "o", "decode": "s"}
     colors = {}
     for r in sorted(skip, key=order):
         if r["S"] == 0:
             continue
         label_key = f"{r['preset']} {length_name(r)} {plan_name(r)}"
-        color = colors.setdefault(label_key, f"C{len(colors) % 10}")
+        color = colors.setdefault(label_key, palette(len(colors) % 20))
         for phase in ("prefill", "decode"):
             t = r[f"{phase}_tiles"]
             if t["visited"] == 0:
@@ -183,7 +184,7 @@ def report(a, out_file):
     ax.set_xlabel("skipped tiles (%)")
     ax.set_ylabel("attention-kernel speedup over S = 0")
     ax.set_title("Skip Softmax in model runs: attention-kernel time (CPU)")
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(os.path.join(a.out, "sparse_presets.png"), dpi=120)
 

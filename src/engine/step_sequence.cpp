@@ -166,6 +166,9 @@ Status finish_encoding(EngineModel& model, Communicator& comm, StepSequence& seq
     if (!s->ok()) return *s;
   }
   for (const SkipSoftmaxTiles& t : *tiles) context.phase1_skip_softmax_tiles += t;
+  // In the stats too: a request cut short after Phase 1 (a stop string, a cancel) reports them
+  // from there, with no context event.
+  sequence.stats.phase1_skip_softmax_tiles = context.phase1_skip_softmax_tiles;
   context.phase1_rank_wall_seconds = std::move(*wall);
   context.phase1_rank_compute_seconds = std::move(*compute);
   context.shard_tokens = std::move(*tokens);

@@ -32,6 +32,7 @@ void add_timings(const SequenceStats& stats, GenerateSummary& summary) {
   summary.first_token_seconds = stats.phase1_seconds + stats.first_token_seconds;
   summary.decode_seconds = stats.decode_seconds;
   summary.phase2_skip_softmax_tiles = stats.skip_softmax_tiles;
+  summary.phase1_skip_softmax_tiles = stats.phase1_skip_softmax_tiles;
 }
 
 }  // namespace
@@ -240,7 +241,6 @@ void EngineLoop::deliver(const std::vector<SequenceEvent>& events) {
         GenerateSummary& summary = sequence.summary;
         summary.finish_reason = event.finish_reason;
         add_timings(event.stats, summary);
-        if (event.context) summary.phase1_skip_softmax_tiles = event.context->phase1_skip_softmax_tiles;
         channel.push(std::move(summary));
         end(event.id);
         break;

@@ -148,6 +148,28 @@ TEST_F(InProcessServer, GenerateDoneCountsSkipSoftmaxTiles) {
   EXPECT_EQ(stats.phase2().skipped(), 0);
 }
 
+// A stop string ends an answer by cancelling it in the engine loop, not through the engine's own end:
+// its GenerateDone still counts the Phase 1 tiles, as many as the same request's uncut answer.
+TEST_F(InProcessServer, AnAnswerCutByAStopStringCountsItsPhase1Tiles) {
+  RunningServer running(model_dir(), {});
+  v1::GenerateRequest request = text_request(context_text(10), "What jumps?", 400, 0, 0);
+  request.set_ignore_eos(true);
+  auto& sparse = *request.mutable_attention()->mutable_sparse_attention()->mutable_fields();
+  sparse["algorithm"].set_string_value("skip_softmax");
+  sparse["threshold_scale_factor"].set_number_value(1e-30);
+  const GenerateStream whole = generate(running.stub(), request);
+  ASSERT_TRUE(whole.status.ok()) << whole.status.error_message();
+  ASSERT_GE(whole.text.size(), 8u);
+  // Found within the first tokens, long before the 400th: the cut comes while the engine decodes.
+  request.add_stop(whole.text.substr(2, 2));
+  const GenerateStream cut = generate(running.stub(), request);
+  ASSERT_TRUE(cut.status.ok()) << cut.status.error_message();
+  EXPECT_EQ(cut.done->finish_reason(), v1::FINISH_REASON_STOP);
+  EXPECT_LT(cut.token_ids.size(), whole.token_ids.size());
+  EXPECT_GT(whole.done->sparse_attention().phase1().visited(), 0);
+  EXPECT_EQ(cut.done->sparse_attention().phase1().visited(), whole.done->sparse_attention().phase1().visited());
+}
+
 TEST_F(InProcessServer, StopTokenIdsEndTheAnswerAndStayOutOfIt) {
   RunningServer running(model_dir(), {});
   v1::GenerateRequest request;

@@ -76,6 +76,8 @@ struct SequenceStats {
   int64_t floats_sent = 0;          // this rank's share of the Phase 2 all-gathers (by rows)
   double decode_gather_merge_seconds = 0;  // its share of all-gather + merge time after the first token
   SkipSoftmaxTiles skip_softmax_tiles;     // Phase 2 attention tiles, this rank's
+  SkipSoftmaxTiles phase1_skip_softmax_tiles;  // its own context's Phase 1 tiles, every rank's (zero
+                                               // when it reads a kept context)
   std::vector<float> query_logits;  // rank 0, in the first kToken's stats only: [query tokens, vocab]
                                     // when generation.return_query_logits
 };
