@@ -176,7 +176,7 @@ def main():
                 together, arriving = scenarios.streams(arrival=True)
                 samples.append(summarize(alone, arrival_alone, together, arriving))
                 print(f"repeat {r + 1}: " + ", ".join(f"{k} {v:.4g}" for k, v in samples[-1].items()
-                                                      if isinstance(v, float) or isinstance(v, int)),
+                                                      if isinstance(v, (int, float))),
                       file=sys.stderr, flush=True)
                 last = (alone, together, arriving)
         finally:

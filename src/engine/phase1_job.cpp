@@ -139,7 +139,9 @@ int64_t Phase1Job::chunk_rows() const {
   const EncodeStep& s = mine_.steps[step_];
   const int64_t left = part_tokens() - offset_;
   if (s.kind == EncodeStep::Kind::kRingSegment) return left;
-  const int64_t keys_before = planned_prefix_tokens_ + (part_ == Part::kBody ? lead_tokens(s) : 0) + offset_;
+  // What chunk_count assumes from the plan: the prefix at the step's start is every earlier
+  // kExtendPrefix step's tokens (a lead's are dropped after its block).
+  const int64_t keys_before = step_prefix_tokens_ + (part_ == Part::kBody ? lead_tokens(s) : 0) + offset_;
   return star::chunk_rows(limit_, left, keys_before, key_cap(window_));
 }
 
@@ -234,7 +236,6 @@ Status Phase1Job::finish_step() {
   const EncodeStep& s = mine_.steps[step_];
   // The lead extended the prefix for this block only.
   if (s.lead_tokens > 0) prefix_->truncate(step_prefix_tokens_);
-  if (s.kind == EncodeStep::Kind::kExtendPrefix) planned_prefix_tokens_ += body_tokens(s);
   if (encodes_a_block(s)) {
     ++blocks_done_;
     if (progress_) progress_(s.block_index, blocks_done_, blocks_total_);

@@ -36,7 +36,11 @@ bool is_request_error(const Status& s) { return s.code() != StatusCode::kInterna
 
 class StepEngine::Impl {
  public:
-  Impl(EngineModel& model, Communicator& comm, StepLimits limits) : model_(model), comm_(comm), limits_(limits) {}
+  Impl(EngineModel& model, Communicator& comm, StepLimits limits)
+      : model_(model),
+        comm_(comm),
+        chunk_limit_(ChunkLimit::by_tokens_and_cost(limits.max_num_batched_tokens, limits.max_chunk_cost,
+                                                    attention_keys_per_token(model.config()))) {}
 
   Result<std::vector<SequenceEvent>> step(const StepMessage& message) {
     std::vector<SequenceEvent> events;
@@ -127,8 +131,7 @@ class StepEngine::Impl {
     AdmissionContext admission{
         .model = model_,
         .comm = comm_,
-        .chunk_limit = ChunkLimit::by_tokens_and_cost(limits_.max_num_batched_tokens, limits_.max_chunk_cost,
-                                                      attention_keys_per_token(model_.config())),
+        .chunk_limit = chunk_limit_,
         .find_context = [this](const std::string& id) -> std::optional<ContextView> {
           if (auto it = kept_.find(id); it != kept_.end()) return ContextView{it->second->layout, it->second->shard.get()};
           if (auto it = borrowed_.find(id); it != borrowed_.end()) return it->second;
@@ -275,7 +278,7 @@ class StepEngine::Impl {
 
   EngineModel& model_;
   Communicator& comm_;
-  StepLimits limits_;
+  ChunkLimit chunk_limit_;
   std::map<int64_t, std::unique_ptr<StepSequence>> sequences_;  // by id: every rank's forward order
   std::vector<int64_t> encoding_order_;                         // sequences still encoding, oldest first
   std::map<std::string, std::shared_ptr<EncodedContext>> kept_;

@@ -119,7 +119,6 @@ class Phase1Job {
   Part part_ = Part::kLead;
   int64_t offset_ = 0;                  // tokens of the current part already run
   int64_t step_prefix_tokens_ = 0;      // prefix rows before the current step's lead
-  int64_t planned_prefix_tokens_ = 0;   // the same, from the plan's kExtendPrefix steps (chunk sizes)
   int64_t block_first_ = 0;             // shard row where the current step's own tokens start
   size_t recorded_step_ = 0;            // the step whose last rows RocketKV records (if recording_)
   bool records_ = false;
