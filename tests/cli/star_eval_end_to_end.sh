@@ -28,6 +28,24 @@ grep -q '"prompt_format": "chat"' "$work/a/results.json" || fail "the model's ch
 grep -q '"haystack": "debian"' "$work/a/results.json" || fail "the Debian text was not the default haystack"
 echo "ok   two runs, identical tables"
 
+# --algorithms none: only the --variants columns run.
+echo '{"star-overlap8": {"algorithm": "star", "boundary_overlap": 8}}' >"$work/variants.json"
+run --out "$work/v" --lengths 300 --tasks niah_single_1 --samples 1 --max-tokens 4 --algorithms none \
+  --variants "$work/variants.json" >"$work/v.log" 2>&1 || { cat "$work/v.log"; fail "variants only"; }
+[ "$(ls "$work/v/preds/300")" = "star-overlap8.jsonl" ] || fail "--algorithms none ran $(ls "$work/v/preds/300")"
+echo "ok   --algorithms none runs the variants alone"
+
+# --haystack-root: a copy of this machine's haystack files makes the same samples.
+root="$work/root"
+mkdir -p "$root/usr/share/common-licenses"
+cp -L /usr/share/common-licenses/* "$root/usr/share/common-licenses/"
+python_dir=$(ls -d /usr/lib/python3.* | sort -V | tail -1)
+mkdir -p "$root$python_dir"
+cp -L "$python_dir"/*.py "$root$python_dir/"
+run --out "$work/r" --haystack-root "$root" "${args[@]}" --tasks-only >"$work/r.log" 2>&1 || { cat "$work/r.log"; fail "--haystack-root"; }
+cmp -s "$work/a/tasks/400.jsonl" "$work/r/tasks/400.jsonl" || fail "--haystack-root with the same files gave other tasks"
+echo "ok   --haystack-root with a copy of the files gives the same tasks"
+
 expect_failure() {
   local pattern=$1
   shift
@@ -42,3 +60,6 @@ expect_failure 'unknown algorithm "sparse"' --algorithms dense,sparse
 expect_failure 'no task fits 30 tokens' --lengths 30 --tasks niah_multiquery
 expect_failure 'star-eval runs every algorithm of --algorithms' --attention star
 expect_failure 'web not in {debian,generated}' --haystack web
+expect_failure 'nothing to run' --algorithms none
+expect_failure 'no Python standard library for the haystack' --haystack-root "$work" --tasks niah_single_2
+expect_failure 'tpu not in {cpu,cuda}' --backend tpu

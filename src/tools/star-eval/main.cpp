@@ -6,6 +6,7 @@
 //   OUT/tasks/L.jsonl    the samples in star-run's input format (input_context, input_query, outputs)
 //   OUT/preds/L/A.jsonl  each sample's prediction and score
 // --variants FILE adds columns given as attention config JSON (star/eval/eval_variants.h).
+// --backend cuda runs every request on the GPU (one per rank); its KV is bf16.
 // --prompt-format: the model's chat template (the default where it has one) or RULER's plain
 // prompt (star/eval/eval_prompt.h); --haystack: the essay haystacks from text on every Debian
 // machine (star/eval/haystack_text.h) or generated sentences.
@@ -19,6 +20,7 @@
 
 #include "star/attention/algorithm_registry.h"
 #include "star/attention/attention_config_io.h"
+#include "star/backend/backend_selection.h"
 #include "star/common/logging.h"
 #include "star/common/thread_environment.h"
 #include "star/dist/mpi_session.h"
@@ -49,12 +51,14 @@ struct Options {
   int64_t max_tokens = 48;
   bool tasks_only = false;
   std::string log_level = "warn";
-  std::string kv_dtype = "f32";
+  std::string backend = "cpu";
+  std::string kv_dtype;  // empty on the command line: the backend's own (resolved in main)
   std::string attention_config_file;
   AttentionConfig attention;
   std::string variants_file;
   std::string prompt_format;  // empty: chat when the model has a chat template
   std::string haystack = "debian";
+  std::string haystack_root = "/";  // where --haystack debian reads its files (a copy of a machine's, to match it)
   // Every column of the tables: the --algorithms on the flags' parameters, then the --variants.
   std::vector<eval::EvalVariant> columns;
 };
@@ -100,7 +104,7 @@ Result<PromptSetup> prompt_setup(const Options& o, const RuntimeModel& model) {
   if (!overhead.ok()) return overhead.status();
   p.prompt_tokens = *overhead;
   if (o.haystack == "debian") {
-    Result<std::vector<fs::path>> files = eval::debian_haystack_files();
+    Result<std::vector<fs::path>> files = eval::debian_haystack_files(o.haystack_root);
     if (!files.ok()) return files.status();
     Result<std::vector<std::string>> prose = eval::haystack_sentences(*files);
     if (!prose.ok()) return prose.status();
@@ -138,7 +142,7 @@ Result<std::string> write_results(const Options& o, const PromptSetup& prompt, c
   }
   json results{{"model", o.model},         {"seed", o.seed},     {"samples", o.samples},
                {"blocks", o.blocks},       {"max_tokens", o.max_tokens}, {"tasks", o.tasks},
-               {"lengths", o.lengths},     {"algorithms", names}, {"kv_dtype", o.kv_dtype},
+               {"lengths", o.lengths},     {"algorithms", names}, {"backend", o.backend}, {"kv_dtype", o.kv_dtype},
                {"prompt_format", eval::prompt_format_name(prompt.format)}, {"haystack", o.haystack},
                {"attention", attention_config_to_json(o.attention)}, {"configs", configs}, {"cells", json::array()}};
   for (const auto& c : cells) {
@@ -147,7 +151,8 @@ Result<std::string> write_results(const Options& o, const PromptSetup& prompt, c
   }
   std::string md = "# star-eval: " + o.model + "\n\n" + std::to_string(o.samples) + " samples per task, seed " +
                    std::to_string(o.seed) + ", " + std::to_string(o.blocks) + " blocks, " +
-                   std::to_string(ranks) + " rank(s), " + eval::prompt_format_name(prompt.format) +
+                   std::to_string(ranks) + " rank(s), " + o.backend + " backend, KV " + o.kv_dtype + ", " +
+                   eval::prompt_format_name(prompt.format) +
                    " prompts, " + o.haystack + " haystacks; RULER string match (all expected strings present).\n\n" +
                    eval::markdown_tables(cells, o.tasks, o.lengths, names);
   Status a = write_text(fs::path(o.out) / "results.json", results.dump(2) + "\n");
@@ -162,6 +167,10 @@ int run(const Options& o, Communicator& comm) {
   Result<RuntimeModel> model = open_model(o.model, *parse_kv_dtype(o.kv_dtype));
   if (!model.ok()) {
     if (root) spdlog::error("{}", model.status().to_string());
+    return 1;
+  }
+  if (Status s = select_backend(*model, o.backend); !s.ok()) {
+    if (root) spdlog::error("{}", s.to_string());
     return 1;
   }
   const Tokenizer& tok = *model->tokenizer;
@@ -269,7 +278,8 @@ int main(int argc, char** argv) {
   app.add_option("--lengths", o.lengths, "context + query lengths in the model's tokens")->required()->delimiter(',');
   app.add_option("--tasks", o.tasks, "tasks (default: all)")->delimiter(',')->capture_default_str();
   app.add_option("--algorithms", o.algorithms,
-                 "algorithms to compare, from: " + star::algorithm_names() + ", pulsar-<scoring>")
+                 "algorithms to compare, from: " + star::algorithm_names() +
+                     ", pulsar-<scoring>; none: only the --variants columns")
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--samples", o.samples, "samples per task and length")->check(CLI::Range(1, 100000))->capture_default_str();
@@ -292,11 +302,17 @@ int main(int argc, char** argv) {
                  "sentences")
       ->check(CLI::IsMember({"debian", "generated"}))
       ->capture_default_str();
+  app.add_option("--haystack-root", o.haystack_root,
+                 "the folder --haystack debian reads usr/share/common-licenses and usr/lib/python3.*/ under (a copy "
+                 "of another machine's files makes its samples)")
+      ->check(CLI::ExistingDirectory)
+      ->capture_default_str();
   app.add_flag("--tasks-only", o.tasks_only, "write OUT/tasks/*.jsonl and stop");
   app.add_option("--log-level", o.log_level, "trace|debug|info|warn|error")->capture_default_str();
-  app.add_option("--kv-dtype", o.kv_dtype, "KV cache element type: f32 (exact), bf16, q8_0 (head_dim a multiple of 32)")
+  app.add_option("--backend", o.backend, "cpu, or cuda (one GPU per rank, by local rank)")
       ->capture_default_str()
-      ->check(CLI::IsMember(star::kv_dtype_names()));
+      ->check(CLI::IsMember(star::backend_names()));
+  app.add_option("--kv-dtype", o.kv_dtype, star::kKvDTypeHelp);
   star::add_attention_options(app, o.attention, o.attention_config_file);
   try {
     app.parse(argc, argv);
@@ -309,6 +325,7 @@ int main(int argc, char** argv) {
     if (root) spdlog::error("--attention: star-eval runs every algorithm of --algorithms; the other flags set their parameters");
     return 2;
   }
+  if (o.algorithms == std::vector<std::string>{"none"}) o.algorithms.clear();
   for (const std::string& task : o.tasks) {
     if (auto t = star::eval::find_task(task); !t.ok()) {
       if (root) spdlog::error("--tasks: {}", t.status().message());
@@ -321,6 +338,16 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (star::Status s = star::check_backend(o.backend); !s.ok()) {
+    if (root) spdlog::error("{}", s.to_string());
+    return 2;
+  }
+  star::Result<star::KvDType> kv_dtype = star::resolve_kv_dtype(o.backend, o.kv_dtype);
+  if (!kv_dtype.ok()) {
+    if (root) spdlog::error("{}", kv_dtype.status().to_string());
+    return 2;
+  }
+  o.kv_dtype = star::kv_dtype_name(*kv_dtype);
   star::Result<star::AttentionConfig> attention =
       star::resolve_attention_options(app, o.attention, o.attention_config_file);
   if (!attention.ok()) {
@@ -344,6 +371,10 @@ int main(int argc, char** argv) {
       return 2;
     }
     o.columns.insert(o.columns.end(), variants->begin(), variants->end());
+  }
+  if (o.columns.empty()) {
+    if (root) spdlog::error("--algorithms none without --variants: nothing to run");
+    return 2;
   }
   return run(o, comm);
 }
