@@ -28,6 +28,19 @@ grep -q '"prompt_format": "chat"' "$work/a/results.json" || fail "the model's ch
 grep -q '"haystack": "debian"' "$work/a/results.json" || fail "the Debian text was not the default haystack"
 echo "ok   two runs, identical tables"
 
+# One run per column, merged by scripts/eval/merge_results.py, gives the one run's tables and preds.
+merge=$(dirname "$0")/../../scripts/eval/merge_results.py
+for alg in dense star; do
+  run --out "$work/split/$alg" "${args[@]/dense,star/$alg}" >"$work/split.log" 2>&1 || { cat "$work/split.log"; fail "split $alg"; }
+done
+/usr/bin/python3 "$merge" --out "$work/merged" --columns dense,star "$work/split" >/dev/null || fail "merge_results.py"
+cmp -s <(sed -n '/^###/,$p' "$work/a/results.md") <(sed -n '/^###/,$p' "$work/merged/results.md") ||
+  fail "merged tables differ from one run's: $(diff <(sed -n '/^###/,$p' "$work/a/results.md") "$work/merged/results.md")"
+for f in preds/300/dense.jsonl preds/400/star.jsonl; do
+  cmp -s "$work/a/$f" "$work/merged/$f" || fail "merged $f differs from one run's"
+done
+echo "ok   runs per column merged equal one run"
+
 # --algorithms none: only the --variants columns run.
 echo '{"star-overlap8": {"algorithm": "star", "boundary_overlap": 8}}' >"$work/variants.json"
 run --out "$work/v" --lengths 300 --tasks niah_single_1 --samples 1 --max-tokens 4 --algorithms none \
