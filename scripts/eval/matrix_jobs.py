@@ -8,9 +8,11 @@ run cut short keeps every cell it finished. scripts/eval/merge_results.py puts t
   xargs -P 16 -d '\n' -I CMD sh -c CMD < jobs.txt
   /usr/bin/python3 scripts/eval/merge_results.py --out docs/eval/smollm2_gpu /tmp/m
 
-Columns: the algorithms (streaming with --streaming-sink/--streaming-window), then per length star
-with anchor = block / 4, star with --overlap, and star with Skip Softmax at each --skip S, each as a
-one-column --variants file written beside the outputs. Each job writes OUT/L/COLUMN/TASK.
+Columns: the algorithms (streaming with --streaming-sink/--streaming-window; ring is not in the
+default list, as the CUDA backend has no ring pass), then per length star with anchor =
+length / (4 · blocks) (a quarter block, up to the prompt's few tokens), star with --overlap, and star
+with Skip Softmax at each --skip S, each as a one-column --variants file under OUT/variants (copy
+that folder to the same path where jobs run on another machine). Each job writes OUT/L/COLUMN/TASK.
 """
 import argparse
 import json

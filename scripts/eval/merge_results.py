@@ -8,10 +8,16 @@ parallel on one GPU or across machines); this puts their folders back together.
   /usr/bin/python3 scripts/eval/merge_results.py --out docs/eval/smollm2_gpu OUT1 OUT2 ...   # any depth:
       every results.json under the folders given is read
 
-The folders must agree on the model, seed, blocks, max_tokens, prompt format, haystack, backend and
-KV type (else the merge stops, naming the field); a cell (task, length, column) found twice must
-have the same score. Tasks follow star-eval's order (RULER's), columns the --columns order, then
-the order they are first met. Tables print "–" for cells that no folder has.
+The folders must agree on the model, seed, blocks, max_tokens, prompt format, haystack, backend, KV
+type (else the merge stops, naming the field; each column's own config is checked instead of the
+base attention flags, which per-column flags such as --streaming-window change; the rank count and the
+haystack files themselves are not recorded, so keep them the same); a cell (task, length, column)
+found twice must have the same score and is taken once, with its predictions, from the first folder
+(in path order). A column's config is kept per length (`configs_by_length`): star's anchor of
+block / 4 differs by length. Folders under --out are skipped. The tables are star-eval's (every task
+row and column at every length, "–" for a missing cell, each column's mean over the rows that every
+column has). Tasks follow star-eval's order (RULER's), columns the --columns order, then the order
+they are first met (path order).
 """
 import argparse
 import glob
@@ -24,41 +30,40 @@ TASK_ORDER = ["niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey_
 SHARED = ["model", "seed", "blocks", "max_tokens", "prompt_format", "haystack", "backend", "kv_dtype"]
 
 
-def fmt(v):
-  return "–" if v is None else f"{v:.1f}"
+def percent(v, signed):
+  return ("%+.1f" if signed else "%.1f") % (100.0 * v)
 
 
 def tables(cells, tasks, lengths, columns):
-  score = {(c["task"], c["length"], c["algorithm"]): 100.0 * c["score"] for c in cells}
-  out = []
+  """star-eval's markdown_tables (src/eval/eval_matrix.cpp): every task row and every column at every
+  length, "–" where a cell is missing, and each column's mean over the rows complete in every column."""
+  score = {(c["task"], c["length"], c["algorithm"]): c["score"] for c in cells}
+  out = ""
   for length in lengths:
-    here = [t for t in tasks if any((t, length, a) in score for a in columns)]
-    if not here:
-      continue
-    cols = [a for a in columns if any((t, length, a) in score for t in here)]
-    head = "| task | " + " | ".join(cols) + " |\n|---|" + "---:|" * len(cols) + "\n"
-
     def mean(a):
-      vals = [score[(t, length, a)] for t in here if (t, length, a) in score]
-      return sum(vals) / len(vals) if len(vals) == len(here) else None
+      rows = [t for t in tasks if all((t, length, b) in score for b in columns)]
+      return sum(score[(t, length, a)] for t in rows) / len(rows) if rows else None
 
-    body = "".join("| " + t + " | " + " | ".join(fmt(score.get((t, length, a))) for a in cols) + " |\n" for t in here)
-    out.append(f"### {length} tokens: score (%)\n\n" + head + body + "| **mean** | " +
-               " | ".join(fmt(mean(a)) for a in cols) + " |\n")
-    if "dense" in cols:
-      def diff(t, a):
-        x, d = score.get((t, length, a)), score.get((t, length, "dense"))
-        return None if x is None or d is None else x - d
+    def table(relative):
+      s = "| task |" + "".join(f" {a} |" for a in columns) + "\n|---|" + "---:|" * len(columns) + "\n"
 
-      def fmt_diff(v):
-        return "–" if v is None else f"{v:+.1f}"
+      def cell(v, dense):
+        if v is not None and not relative:
+          return " " + percent(v, False) + " |"
+        if v is not None and dense is not None:
+          return " " + percent(v - dense, True) + " |"
+        return " – |"
 
-      dm = mean("dense")
-      body = "".join("| " + t + " | " + " | ".join(fmt_diff(diff(t, a)) for a in cols) + " |\n" for t in here)
-      means = [None if mean(a) is None or dm is None else mean(a) - dm for a in cols]
-      out.append(f"### {length} tokens: difference to dense (points)\n\n" + head + body + "| **mean** | " +
-                 " | ".join(fmt_diff(m) for m in means) + " |\n")
-  return "".join(t + "\n" for t in out)
+      for t in tasks:
+        s += f"| {t} |" + "".join(cell(score.get((t, length, a)), score.get((t, length, "dense"))) for a in columns) + "\n"
+      s += "| **mean** |" + "".join(cell(mean(a), mean("dense")) for a in columns)
+      return s + "\n"
+
+    out += f"### {length} tokens: score (%)\n\n" + table(False)
+    if "dense" in columns:
+      out += f"\n### {length} tokens: difference to dense (points)\n\n" + table(True)
+    out += "\n"
+  return out
 
 
 def main():
@@ -68,11 +73,13 @@ def main():
   ap.add_argument("inputs", nargs="+")
   a = ap.parse_args()
 
-  found = sorted(f for d in a.inputs for f in glob.glob(os.path.join(d, "**", "results.json"), recursive=True))
+  out_dir = os.path.realpath(a.out)
+  found = sorted(f for d in a.inputs for f in glob.glob(os.path.join(d, "**", "results.json"), recursive=True)
+                 if not os.path.realpath(f).startswith(out_dir + os.sep))
   if not found:
     sys.exit("no results.json under " + " ".join(a.inputs))
   first, cells, configs, samples = None, {}, {}, set()
-  preds = {}  # (length, column) -> {task: lines}
+  preds = {}  # (length, column) -> {task: lines}, from the first folder that has the cell
   for path in found:
     r = json.load(open(path))
     if first is None:
@@ -80,19 +87,28 @@ def main():
     for key in SHARED:
       if r.get(key) != first.get(key):
         sys.exit(f"{path}: {key} is {r.get(key)!r}, {found[0]} has {first.get(key)!r}")
-    configs.update(r["configs"])
+    new = set()
     for c in r["cells"]:
       k = (c["task"], c["length"], c["algorithm"])
-      if k in cells and cells[k]["score"] != c["score"]:
-        sys.exit(f"{path}: cell {k} scores {c['score']}, another folder has {cells[k]['score']}")
+      if k in cells:
+        if cells[k]["score"] != c["score"]:
+          sys.exit(f"{path}: cell {k} scores {c['score']}, another folder has {cells[k]['score']}")
+        continue
       cells[k] = c
+      new.add(k)
       samples.add(c["samples"])
+      # A column's config may depend on the length (anchor = block / 4): kept per length.
+      config = r["configs"][c["algorithm"]]
+      known = configs.setdefault(c["algorithm"], {}).setdefault(str(c["length"]), config)
+      if known != config:
+        sys.exit(f"{path}: column {c['algorithm']} at {c['length']} tokens has another config than an earlier folder's")
     base = os.path.dirname(path)
     for p in glob.glob(os.path.join(base, "preds", "*", "*.jsonl")):
       length, column = int(os.path.basename(os.path.dirname(p))), os.path.basename(p)[:-len(".jsonl")]
       for line in open(p):
         task = json.loads(line)["task"]
-        preds.setdefault((length, column), {}).setdefault(task, []).append(line)
+        if (task, length, column) in new:
+          preds.setdefault((length, column), {}).setdefault(task, []).append(line)
 
   order = [c for c in a.columns.split(",") if c]
   for _, _, col in cells:
@@ -106,7 +122,7 @@ def main():
 
   merged = {k: first[k] for k in SHARED if k in first}
   merged.update({"samples": max(samples), "samples_per_cell": sorted(samples), "tasks": tasks, "lengths": lengths,
-                 "algorithms": columns, "configs": {c: configs[c] for c in columns if c in configs},
+                 "algorithms": columns, "configs_by_length": {c: configs[c] for c in columns},
                  "merged_from": len(found), "cells": ordered})
   os.makedirs(a.out, exist_ok=True)
   with open(os.path.join(a.out, "results.json"), "w") as f:

@@ -28,18 +28,36 @@ grep -q '"prompt_format": "chat"' "$work/a/results.json" || fail "the model's ch
 grep -q '"haystack": "debian"' "$work/a/results.json" || fail "the Debian text was not the default haystack"
 echo "ok   two runs, identical tables"
 
-# One run per column, merged by scripts/eval/merge_results.py, gives the one run's tables and preds.
-merge=$(dirname "$0")/../../scripts/eval/merge_results.py
-for alg in dense star; do
-  run --out "$work/split/$alg" "${args[@]/dense,star/$alg}" >"$work/split.log" 2>&1 || { cat "$work/split.log"; fail "split $alg"; }
+# One run per column, merged by scripts/eval/merge_results.py, gives one run's tables and preds:
+# on the trained needle model, whose scores differ by task and column (thirds, quarters, ties).
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+merge=$repo/scripts/eval/merge_results.py
+needle=(--model "$repo/models/needle-llama" --lengths 256,384 --tasks niah_single_1,niah_multikey_1,niah_multivalue,vt
+        --samples 3 --max-tokens 12 --haystack generated --streaming-sink 4 --streaming-window 64)
+nrun() { timeout 300 mpirun --oversubscribe --allow-run-as-root -np 2 "$star_eval" "${needle[@]}" "$@"; }
+nrun --out "$work/whole" --algorithms dense,star,no-anchor,streaming >"$work/whole.log" 2>&1 ||
+  { cat "$work/whole.log"; fail "needle run"; }
+[ "$(grep -o '"score": [0-9.]*' "$work/whole/results.json" | sort -u | wc -l)" -ge 3 ] ||
+  fail "the needle run's scores do not differ enough to test the merge"
+for alg in streaming dense no-anchor star; do
+  nrun --out "$work/split/$alg" --algorithms "$alg" >"$work/split.log" 2>&1 || { cat "$work/split.log"; fail "split $alg"; }
 done
-/usr/bin/python3 "$merge" --out "$work/merged" --columns dense,star "$work/split" >/dev/null || fail "merge_results.py"
-cmp -s <(sed -n '/^###/,$p' "$work/a/results.md") <(sed -n '/^###/,$p' "$work/merged/results.md") ||
-  fail "merged tables differ from one run's: $(diff <(sed -n '/^###/,$p' "$work/a/results.md") "$work/merged/results.md")"
-for f in preds/300/dense.jsonl preds/400/star.jsonl; do
-  cmp -s "$work/a/$f" "$work/merged/$f" || fail "merged $f differs from one run's"
+cp -r "$work/split/star" "$work/split/star-again"
+/usr/bin/python3 "$merge" --out "$work/merged" --columns dense,star,no-anchor,streaming "$work/split" >/dev/null ||
+  fail "merge_results.py"
+cmp -s <(sed -n '/^###/,$p' "$work/whole/results.md") <(sed -n '/^###/,$p' "$work/merged/results.md") ||
+  fail "merged tables differ from one run's: $(diff <(sed -n '/^###/,$p' "$work/whole/results.md") \
+    <(sed -n '/^###/,$p' "$work/merged/results.md"))"
+for f in preds/256/dense.jsonl preds/384/star.jsonl preds/384/streaming.jsonl; do
+  cmp -s "$work/whole/$f" "$work/merged/$f" || fail "merged $f differs from one run's"
 done
-echo "ok   runs per column merged equal one run"
+sed -i 's/"score": 1.0/"score": 0.5/' "$work/split/star-again/results.json"
+if /usr/bin/python3 "$merge" --out "$work/bad-merge" "$work/split" >"$work/merge.log" 2>&1 ||
+   ! grep -q "another folder has" "$work/merge.log"; then
+  cat "$work/merge.log"
+  fail "a cell scored differently by two folders was merged"
+fi
+echo "ok   runs per column merged equal one run; a conflicting cell is refused"
 
 # --algorithms none: only the --variants columns run.
 echo '{"star-overlap8": {"algorithm": "star", "boundary_overlap": 8}}' >"$work/variants.json"
@@ -52,7 +70,7 @@ echo "ok   --algorithms none runs the variants alone"
 root="$work/root"
 mkdir -p "$root/usr/share/common-licenses"
 cp -L /usr/share/common-licenses/* "$root/usr/share/common-licenses/"
-python_dir=$(ls -d /usr/lib/python3.* | sort -V | tail -1)
+python_dir=$(dirname "$(ls -d /usr/lib/python3.*/argparse.py | sort -V | tail -1)")
 mkdir -p "$root$python_dir"
 cp -L "$python_dir"/*.py "$root$python_dir/"
 run --out "$work/r" --haystack-root "$root" "${args[@]}" --tasks-only >"$work/r.log" 2>&1 || { cat "$work/r.log"; fail "--haystack-root"; }
@@ -74,5 +92,7 @@ expect_failure 'no task fits 30 tokens' --lengths 30 --tasks niah_multiquery
 expect_failure 'star-eval runs every algorithm of --algorithms' --attention star
 expect_failure 'web not in {debian,generated}' --haystack web
 expect_failure 'nothing to run' --algorithms none
-expect_failure 'no Python standard library for the haystack' --haystack-root "$work" --tasks niah_single_2
+expect_failure 'haystack-root .*: no Python standard library for the haystack' --haystack-root "$work" --tasks niah_single_2
+expect_failure 'none stands alone' --algorithms none,dense
+expect_failure 'only --haystack debian reads files' --haystack-root "$work" --haystack generated
 expect_failure 'tpu not in {cpu,cuda}' --backend tpu

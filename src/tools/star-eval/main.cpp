@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -105,6 +106,9 @@ Result<PromptSetup> prompt_setup(const Options& o, const RuntimeModel& model) {
   p.prompt_tokens = *overhead;
   if (o.haystack == "debian") {
     Result<std::vector<fs::path>> files = eval::debian_haystack_files(o.haystack_root);
+    if (!files.ok() && o.haystack_root != "/") {
+      return Status(files.status().code(), "--haystack-root " + o.haystack_root + ": " + files.status().message());
+    }
     if (!files.ok()) return files.status();
     Result<std::vector<std::string>> prose = eval::haystack_sentences(*files);
     if (!prose.ok()) return prose.status();
@@ -169,8 +173,9 @@ int run(const Options& o, Communicator& comm) {
     if (root) spdlog::error("{}", model.status().to_string());
     return 1;
   }
+  // Collective; a rank's own failure (its GPU) is logged by that rank.
   if (Status s = select_backend(*model, o.backend); !s.ok()) {
-    if (root) spdlog::error("{}", s.to_string());
+    spdlog::error("{}", s.to_string());
     return 1;
   }
   const Tokenizer& tok = *model->tokenizer;
@@ -325,7 +330,16 @@ int main(int argc, char** argv) {
     if (root) spdlog::error("--attention: star-eval runs every algorithm of --algorithms; the other flags set their parameters");
     return 2;
   }
-  if (o.algorithms == std::vector<std::string>{"none"}) o.algorithms.clear();
+  if (o.algorithms == std::vector<std::string>{"none"}) {
+    o.algorithms.clear();
+  } else if (std::find(o.algorithms.begin(), o.algorithms.end(), "none") != o.algorithms.end()) {
+    if (root) spdlog::error("--algorithms: none stands alone (only the --variants columns)");
+    return 2;
+  }
+  if (app.count("--haystack-root") > 0 && o.haystack != "debian") {
+    if (root) spdlog::error("--haystack-root: only --haystack debian reads files");
+    return 2;
+  }
   for (const std::string& task : o.tasks) {
     if (auto t = star::eval::find_task(task); !t.ok()) {
       if (root) spdlog::error("--tasks: {}", t.status().message());
@@ -339,7 +353,7 @@ int main(int argc, char** argv) {
     }
   }
   if (star::Status s = star::check_backend(o.backend); !s.ok()) {
-    if (root) spdlog::error("{}", s.to_string());
+    spdlog::error("{}", s.to_string());
     return 2;
   }
   star::Result<star::KvDType> kv_dtype = star::resolve_kv_dtype(o.backend, o.kv_dtype);
@@ -371,6 +385,18 @@ int main(int argc, char** argv) {
       return 2;
     }
     o.columns.insert(o.columns.end(), variants->begin(), variants->end());
+  }
+  if (o.backend == "cuda") {
+    for (const star::eval::EvalVariant& column : o.columns) {
+      if (column.config.algorithm == "ring" || column.config.sparse.algorithm == "rocket") {
+        if (root) {
+          spdlog::error("column {}: {} has no cuda path (run it with --backend cpu, or leave it out of --algorithms "
+                        "and --variants)",
+                        column.name, column.config.algorithm == "ring" ? "ring" : "RocketKV");
+        }
+        return 2;
+      }
+    }
   }
   if (o.columns.empty()) {
     if (root) spdlog::error("--algorithms none without --variants: nothing to run");
