@@ -15,7 +15,8 @@ The needle is placed so that one of the three inner block edges (chosen per samp
 those pieces never see each other in Phase 1 under star or no-anchor. Token positions come from the
 server's own tokenizer (star-client tokenize), so the cut is exact. For each overlap a fresh
 star-server runs with --boundary-overlap N (the server default; requests set algorithm and block
-size), dense once, with overlap 0. Scoring is RULER's string_match_all (the value is in the answer).
+size), dense once, with overlap 0 (unless --skip-dense). Scoring is RULER's string_match_all (the
+value is in the answer).
 Deterministic for a seed: greedy decoding, the same samples.
 """
 import argparse
@@ -133,6 +134,8 @@ def main():
     ap.add_argument("--algorithms", default="star,no-anchor")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--format", choices=("chatml", "plain"), default="chatml")
+    ap.add_argument("--skip-dense", action="store_true",
+                    help="leave dense out of overlap 0 (an earlier run of the same samples has it)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     rng = random.Random(a.seed)
@@ -147,7 +150,7 @@ def main():
                     s = make_sample(server, rng, a.context_tokens, a.blocks, a.format == "chatml")
                     if s:
                         samples.append(s)
-                runs = [("dense", 0)] if overlap == 0 else []
+                runs = [("dense", 0)] if overlap == 0 and not a.skip_dense else []
                 runs += [(name, overlap) for name in a.algorithms.split(",")]
                 for algorithm, _ in runs:
                     right, answers = 0, []
