@@ -26,22 +26,6 @@ int64_t part_chunks(int64_t tokens, int64_t keys_before, const ChunkLimit& limit
   return chunks;
 }
 
-// Every rank checks every rank's steps, so all reach the same verdict before any collective.
-Status check_backend_runs(const EngineModel& model, const BlockPlan& plan) {
-  for (const RankPlan& rank : plan.ranks) {
-    for (const EncodeStep& step : rank.steps) {
-      if (Status s = model.supports(step.kind); !s.ok()) {
-        return Status(s.code(), "attention '" + plan.algorithm + "': " + s.message());
-      }
-      if (step.lead_tokens == 0) continue;
-      if (Status s = model.supports(EncodeStep::Kind::kExtendPrefix); !s.ok()) {
-        return Status(s.code(), "attention '" + plan.algorithm + "' with boundary_overlap: " + s.message());
-      }
-    }
-  }
-  return ok_status();
-}
-
 // Appends the rows of `from` after those of `to`, layer by layer ([layers, rows, Hq·d] each).
 void append_window_rows(rocket::WindowQueries& to, const rocket::WindowQueries& from, int64_t n_layers) {
   const int64_t qf = from.q_floats;
@@ -58,6 +42,21 @@ void append_window_rows(rocket::WindowQueries& to, const rocket::WindowQueries& 
 }
 
 }  // namespace
+
+Status check_backend_runs(const EngineModel& model, const BlockPlan& plan) {
+  for (const RankPlan& rank : plan.ranks) {
+    for (const EncodeStep& step : rank.steps) {
+      if (Status s = model.supports(step.kind); !s.ok()) {
+        return Status(s.code(), "attention '" + plan.algorithm + "': " + s.message());
+      }
+      if (step.lead_tokens == 0) continue;
+      if (Status s = model.supports(EncodeStep::Kind::kExtendPrefix); !s.ok()) {
+        return Status(s.code(), "attention '" + plan.algorithm + "' with boundary_overlap: " + s.message());
+      }
+    }
+  }
+  return ok_status();
+}
 
 Result<std::unique_ptr<Phase1Job>> Phase1Job::start(EngineModel& model, const BlockPlan& plan, Communicator& comm,
                                                     KvShard& shard, double prefill_scale_factor,

@@ -139,6 +139,11 @@ class Phase1Job {
   Phase1Stats stats_;
 };
 
+// Ok when `model`'s backend runs every step of `plan` (every rank's, so all ranks reach the same
+// verdict before any collective); otherwise its status, naming the algorithm. Phase1Job checks it;
+// tools call it to refuse a plan before any request runs.
+Status check_backend_runs(const EngineModel& model, const BlockPlan& plan);
+
 // Runs the job's next chunk alone, in a forward of its own (no logits), and books it.
 Status run_phase1_chunk(EngineModel& model, Phase1Job& job);
 

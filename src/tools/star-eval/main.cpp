@@ -21,11 +21,13 @@
 
 #include "star/attention/algorithm_registry.h"
 #include "star/attention/attention_config_io.h"
+#include "star/attention/plan_builder.h"
 #include "star/backend/backend_selection.h"
 #include "star/common/logging.h"
 #include "star/common/thread_environment.h"
 #include "star/dist/mpi_session.h"
 #include "star/engine/inference.h"
+#include "star/engine/phase1_job.h"
 #include "star/engine/runtime_model.h"
 #include "star/eval/eval_matrix.h"
 #include "star/eval/eval_prompt.h"
@@ -134,6 +136,17 @@ std::vector<eval::TaskSample> samples_at(const Options& o, const Tokenizer& tok,
   return all;
 }
 
+// The backend's own verdict on a column (its plan's steps, RocketKV), so that a column it cannot run
+// (ring or RocketKV on cuda) stops the run before any request rather than after earlier columns.
+Status backend_runs_column(const EngineModel& engine, int ranks, const eval::EvalVariant& column,
+                           std::span<const int32_t> context, int blocks) {
+  const AttentionConfig config = eval::with_blocks(column.config, static_cast<int64_t>(context.size()), blocks);
+  Result<BlockPlan> plan = build_block_plan(context, ranks, config);
+  if (!plan.ok()) return plan.status();
+  if (Status s = check_backend_runs(engine, *plan); !s.ok()) return s;
+  return config.sparse.algorithm == "rocket" ? engine.supports_rocket() : ok_status();
+}
+
 // OUT/results.json and results.md for the cells scored so far (columns not run yet show "–"):
 // written after every column, so a run cut short leaves the tables of what it finished.
 Result<std::string> write_results(const Options& o, const PromptSetup& prompt, const std::vector<eval::CellScore>& cells,
@@ -209,6 +222,12 @@ int run(const Options& o, Communicator& comm) {
       }
     }
     if (o.tasks_only) continue;
+    for (const eval::EvalVariant& column : o.columns) {
+      if (Status st = backend_runs_column(*model->engine, comm.size(), column, ids.front().context, o.blocks); !st.ok()) {
+        if (root) spdlog::error("column {} at {} tokens: {}", column.name, length, st.to_string());
+        return 2;
+      }
+    }
     for (const eval::EvalVariant& column : o.columns) {
       const std::string& algorithm = column.name;
       const AttentionConfig& base = column.config;
@@ -385,18 +404,6 @@ int main(int argc, char** argv) {
       return 2;
     }
     o.columns.insert(o.columns.end(), variants->begin(), variants->end());
-  }
-  if (o.backend == "cuda") {
-    for (const star::eval::EvalVariant& column : o.columns) {
-      if (column.config.algorithm == "ring" || column.config.sparse.algorithm == "rocket") {
-        if (root) {
-          spdlog::error("column {}: {} has no cuda path (run it with --backend cpu, or leave it out of --algorithms "
-                        "and --variants)",
-                        column.name, column.config.algorithm == "ring" ? "ring" : "RocketKV");
-        }
-        return 2;
-      }
-    }
   }
   if (o.columns.empty()) {
     if (root) spdlog::error("--algorithms none without --variants: nothing to run");
