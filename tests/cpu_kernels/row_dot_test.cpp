@@ -21,6 +21,12 @@ namespace {
 const DType kRowDotTypes[] = {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0,
                               DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kF16,  DType::kBF16};
 
+// The kernel tables with their own activation rounding (find_dot_kernel's and
+// find_q16_dot_kernel's), and all three with the float32-activation one.
+using KernelFinder = const cpu::DotKernel* (*)(DType, cpu::Isa);
+const KernelFinder kRoundingFinders[] = {cpu::find_dot_kernel, cpu::find_q16_dot_kernel};
+const KernelFinder kAllFinders[] = {cpu::find_dot_kernel, cpu::find_q16_dot_kernel, cpu::find_float_dot_kernel};
+
 std::vector<int64_t> row_lengths(DType type) {
   if (dtype_block_elements(type) == quant::kSuperBlock) return {256, 512, 2048, 4352};
   if (dtype_is_quantized(type)) return {32, 64, 96, 2048, 4128};
@@ -100,9 +106,25 @@ double float_rounding(DType type, int64_t k, const Row& r) {
 //         (d·Σq itself a float product) misses d16·Σq by at most
 //         |f16(v) − v| + |Σq|·|d − d16| <= (2^-11 + 2^-24)·d·|Σq| + 2^-25 + |Σq|·(2^-11·d + 2^-25)
 //         (half an f16 step: 2^-11 relative, 2^-25 absolute among the subnormals).
+//   Q16: q_j = round(x_j·(1/d)) with d = max|x|/32767 in float32; the float reciprocal and product
+//         move x_j·(1/d) by at most 2^-23·32767 < 0.01 from x_j/d, so |x_j − d·q_j| <= 0.51·d. The
+//         offset's product m·s replaces m·Σx̂ = m·d·Σq, and s = d·Σq is one float rounding of it.
 //   F32 (F16 weights): no rounding.
 double activation_bound(cpu::ActivationType activation_type, const Row& r) {
   double bound = 0;
+  if (activation_type == cpu::ActivationType::kQ16) {
+    for (size_t b = 0; b < r.x.size(); b += quant::kLegacyBlock) {
+      double amax = 0, w_abs = 0, x_hat_sum = 0;
+      for (size_t j = b; j < b + quant::kLegacyBlock; ++j) {
+        amax = std::max(amax, std::fabs(static_cast<double>(r.x[j])));
+        w_abs += std::fabs(static_cast<double>(r.w_hat[j]));
+        x_hat_sum += r.x_hat[j];
+      }
+      bound += 0.51 * (amax / 32767) * w_abs +
+               std::fabs(r.offsets[b / quant::kLegacyBlock]) * std::ldexp(1.0, -23) * std::fabs(x_hat_sum);
+    }
+    return bound;
+  }
   if (activation_type == cpu::ActivationType::kQ8_1) {
     for (size_t b = 0; b < r.x.size(); b += quant::kLegacyBlock) {
       double amax = 0, sum_q = 0;
@@ -136,11 +158,13 @@ double activation_bound(cpu::ActivationType activation_type, const Row& r) {
 TEST(RowDot, VectorKernelsEqualScalarUpToReassociation) {
   std::mt19937 rng(11);
   int checked = 0;
+  for (KernelFinder find : kRoundingFinders)
   for (DType type : kRowDotTypes) {
-    const cpu::DotKernel* scalar = cpu::find_dot_kernel(type, cpu::Isa::kScalar);
+    const cpu::DotKernel* scalar = find(type, cpu::Isa::kScalar);
+    if (find != cpu::find_dot_kernel && scalar == nullptr) continue;  // not a type of this table
     ASSERT_NE(scalar, nullptr) << dtype_name(type);
     for (cpu::Isa isa : {cpu::Isa::kAvx2, cpu::Isa::kAvx512}) {
-      const cpu::DotKernel* fast = cpu::find_dot_kernel(type, isa);
+      const cpu::DotKernel* fast = find(type, isa);
       if (fast == nullptr) continue;  // this CPU lacks the instruction set
       ASSERT_EQ(fast->activation_type, scalar->activation_type);
       for (int64_t k : row_lengths(type)) {
@@ -160,8 +184,10 @@ TEST(RowDot, VectorKernelsEqualScalarUpToReassociation) {
 
 TEST(RowDot, ScalarKernelWithinActivationRoundingOfFloat64Dot) {
   std::mt19937 rng(12);
+  for (KernelFinder find : kRoundingFinders)
   for (DType type : kRowDotTypes) {
-    const cpu::DotKernel* scalar = cpu::find_dot_kernel(type, cpu::Isa::kScalar);
+    const cpu::DotKernel* scalar = find(type, cpu::Isa::kScalar);
+    if (find != cpu::find_dot_kernel && scalar == nullptr) continue;  // not a type of this table
     ASSERT_NE(scalar, nullptr);
     for (int64_t k : row_lengths(type)) {
       for (int trial = 0; trial < 8; ++trial) {
@@ -285,14 +311,13 @@ TEST(RowDot, TilesEqualTheOneRowDotBitForBit) {
   std::mt19937 rng(16);
   int tiles_checked = 0;
   for (DType type : kRowDotTypes) {
-    for (bool float_activations : {false, true}) {
-      const cpu::DotKernel* scalar = float_activations ? cpu::find_float_dot_kernel(type, cpu::Isa::kScalar)
-                                                       : cpu::find_dot_kernel(type, cpu::Isa::kScalar);
+    for (KernelFinder find : kAllFinders) {
+      const cpu::DotKernel* scalar = find(type, cpu::Isa::kScalar);
       for (cpu::Isa isa : {cpu::Isa::kScalar, cpu::Isa::kAvx2, cpu::Isa::kAvx512}) {
-        const cpu::DotKernel* kernel = float_activations ? cpu::find_float_dot_kernel(type, isa)
-                                                         : cpu::find_dot_kernel(type, isa);
+        const cpu::DotKernel* kernel = find(type, isa);
         if (kernel == nullptr || kernel->tile == nullptr) continue;
-        for (int64_t k : {int64_t{32}, int64_t{64}, int64_t{96}, int64_t{800}}) {
+        const bool super_blocks = dtype_block_elements(type) == quant::kSuperBlock;
+        for (int64_t k : super_blocks ? std::vector<int64_t>{256, 512, 768} : std::vector<int64_t>{32, 64, 96, 800}) {
           const int64_t m = 11, n_max = 40;
           std::vector<Row> rows;  // weight row r from rows[r], activation row i from rows[i]
           for (int64_t r = 0; r < n_max; ++r) rows.push_back(random_row(type, *kernel, k, rng));
@@ -306,10 +331,12 @@ TEST(RowDot, TilesEqualTheOneRowDotBitForBit) {
               const auto* wr = w.data() + r * w_row_bytes;
               const auto* xr = x.data() + i * x_row_bytes;
               dots[i * m + r] = kernel->dot(wr, xr, k);
-              // The scalar reference, on the magnitudes of this row pair.
+              // The scalar reference, on the magnitudes of this row pair (an offset type's two sums
+              // each, as magnitude() counts them).
               double mag = 0;
               for (int64_t j = 0; j < k; ++j) {
-                mag += std::fabs(static_cast<double>(rows[r].w_hat[j]) * rows[i].x_hat[j]);
+                const double offset = std::fabs(rows[r].offsets[static_cast<size_t>(j / quant::kLegacyBlock)]);
+                mag += (std::fabs(static_cast<double>(rows[r].w_hat[j])) + 2 * offset) * std::fabs(rows[i].x_hat[j]);
               }
               const double bound = (2.0 * k + 8) * std::ldexp(1.0, -24) * mag;
               ASSERT_LE(std::fabs(static_cast<double>(dots[i * m + r]) - scalar->dot(wr, xr, k)), 2 * bound)
@@ -334,7 +361,7 @@ TEST(RowDot, TilesEqualTheOneRowDotBitForBit) {
                                        : accumulate      ? y0[at] + dots[i * m + first + r]
                                                          : dots[i * m + first + r];
                     ASSERT_EQ(std::bit_cast<uint32_t>(y[at]), std::bit_cast<uint32_t>(want))
-                        << dtype_name(type) << " " << cpu::isa_name(isa) << (float_activations ? " f32" : "")
+                        << dtype_name(type) << " " << cpu::isa_name(isa) << cpu::activation_type_name(kernel->activation_type)
                         << " k=" << k << " n=" << n << " first=" << first << " [" << i << "," << r << "]";
                   }
                 }

@@ -87,7 +87,7 @@ TEST(StoredMatmul, FewRowsEqualTheScalarRowDot) {
 TEST(StoredMatmul, EachRowEqualsItsProductAloneBitForBit) {
   std::mt19937 rng(27);
   const int64_t m = 70, k = 256;
-  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ6_K}) {
+  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
     const Case c = random_case(type, m, k, rng);
     for (bool float_activations : {false, true}) {
       const cpu::DotKernel* kernel = float_activations ? cpu::find_float_dot_kernel(type, cpu::best_isa())

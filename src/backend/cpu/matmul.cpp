@@ -152,10 +152,14 @@ bool matmul_bf16_weights(const float* x, int64_t n, const WeightTensor& w, float
 }  // namespace
 
 // Q4_1: SmolLM2-135M's Q4_1 file agrees with float32 transformers on the top token at 96.9% of
-// positions with Q8_1 activations, at 100% with float32 ones (the model tests need 99%); its int8
-// kernel streams ~1.25x faster (one thread, AVX-512: 10.5 against 8.5 GB/s).
+// positions with Q8_1 activations, at 100% with float32 ones (the model tests need 99%). Q16
+// activations keep 16 bits a code and still multiply in int8 instructions; where the instruction
+// set has no Q16 kernel, float32 ones.
 const DotKernel* few_rows_kernel(DType dtype, Isa isa) {
-  if (dtype == DType::kQ4_1) return find_float_dot_kernel(dtype, isa);
+  if (dtype == DType::kQ4_1) {
+    const DotKernel* q16 = find_q16_dot_kernel(dtype, isa);
+    return q16 != nullptr ? q16 : find_float_dot_kernel(dtype, isa);
+  }
   return find_dot_kernel(dtype, isa);
 }
 

@@ -5,6 +5,8 @@
 //   Q4_0, Q5_0,   Q8_0 blocks   int8 products summed exactly per block, then d_w·d_x·Σ in float
 //   Q8_0
 //   Q4_1, Q5_1    Q8_1 blocks   the same plus the offset's m_w·s_x per block
+//   Q4_1          Q16 blocks    16-bit codes as two int8 planes, each summed exactly per block:
+//                               d_w·d_x·Σ q_w·q_x plus m_w·(d_x·Σq_x) (Q8_1 loses too much, below)
 //   Q6_K          Q8_0 blocks   the same, with Q6_K's 16-element sub-block scales inside the sum
 //   Q4_K, Q5_K    Q8_0 blocks   per 32-element sub-block Σ q·a and Σ a exact, then
 //                               d·scale·d_x·Σ q·a − dmin·min·d_x·Σ a in float
@@ -52,6 +54,9 @@ enum class ActivationType {
   kQ8_0,  // quant::BlockQ8_0
   kQ8_1,  // quant::BlockQ8_1: Q8_0 plus s = f16(d·Σq), for weights with an offset (w = d·q + m),
           // whose products carry m·Σx ≈ m·s
+  kQ16,   // 32 elements q_j = round(x_j / d) with d = max|x_j| / 32767 kept in float32, as the
+          // planes lo_j = q_j mod 256 (unsigned) and hi_j = (q_j − lo_j) / 256 (signed), so int8
+          // products sum them exactly (q = 256·hi + lo), and s = d·Σq: 72 bytes a block
 };
 const char* activation_type_name(ActivationType type);
 
@@ -67,6 +72,10 @@ struct DotKernel {
 // kernel, or the CPU lacks `isa`).
 const DotKernel* find_dot_kernel(DType weight_type, Isa isa);
 
+// A kernel for `weight_type` with Q16 activations, or nullptr: Q4_1 (scalar and AVX-512 VNNI), the
+// type whose Q8_1 products cost SmolLM2 its accuracy (see matmul.cpp).
+const DotKernel* find_q16_dot_kernel(DType weight_type, Isa isa);
+
 // A kernel for `weight_type` whose activations stay float32 (activation_type kF32), or nullptr:
 // Q4_1, Q8_0 and Q6_K (codes widened to float in registers), F16 and BF16. For products where
 // rounding the activations costs accuracy (the output projection; every Q4_1 product, see
@@ -76,11 +85,11 @@ const DotKernel* find_float_dot_kernel(DType weight_type, Isa isa);
 // Bytes of one activation row of k elements (k a multiple of 32 for the int8 forms).
 size_t activation_row_bytes(ActivationType type, int64_t k);
 // x[k] -> one activation row. Q8_0 and Q8_1 as ggml's quantize_row_q8_0_ref / q8_1_ref (q rounds
-// halves away from zero; Q8_1's s is d·Σq before either is rounded to f16); BF16 rounds to
-// nearest even; F32 copies.
+// halves away from zero; Q8_1's s is d·Σq before either is rounded to f16); Q16 rounds the same
+// way; BF16 rounds to nearest even; F32 copies.
 void quantize_activation_row(ActivationType type, const float* x, int64_t k, std::byte* out);
-// out[k] = the values the kernels multiply: f16(d)·q for the int8 forms (Q8_1's s aside), the
-// exact widening otherwise. For tests that bound what the rounding costs.
+// out[k] = the values the kernels multiply: f16(d)·q for the int8 forms (Q8_1's s aside), d·q for
+// Q16 (its s aside), the exact widening otherwise. For tests that bound what the rounding costs.
 void dequantize_activation_row(ActivationType type, const std::byte* row, int64_t k, float* out);
 
 }  // namespace star::cpu

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "star/backend/cpu/dot_kernels.h"
+#include "q16_block.h"
 #include "star/quant/blocks.h"
 #include "../simd.h"
 
@@ -73,6 +74,42 @@ void quantize_q8_1(const float* x, int64_t k, std::byte* out) {
   }
 }
 
+// round(v) halves away from zero for |v| <= 32767.5 (the 16-bit codes' range).
+int32_t round_half_away_16(float v) {
+  const auto truncated = static_cast<int32_t>(v);
+  const float fraction = v - static_cast<float>(truncated);
+  if (std::fabs(fraction) >= 0.5f) return truncated + (v < 0.f ? -1 : 1);
+  return truncated;
+}
+
+void quantize_q16(const float* x, int64_t k, std::byte* out) {
+  for (int64_t b = 0; b < k / kLegacyBlock; ++b) {
+    const float* block = x + b * kLegacyBlock;
+    float amax = 0.f;
+    for (int64_t j = 0; j < kLegacyBlock; ++j) amax = std::max(amax, std::fabs(block[j]));
+    BlockQ16 q;
+    q.d = amax / 32767.f;
+    const float inverse = q.d != 0.f ? 1.f / q.d : 0.f;
+    int32_t sum = 0;
+    for (int64_t j = 0; j < kLegacyBlock; ++j) {
+      const int32_t code = std::clamp(round_half_away_16(block[j] * inverse), -32767, 32767);
+      q.lo[j] = static_cast<uint8_t>(code & 0xff);
+      q.hi[j] = static_cast<int8_t>((code - (code & 0xff)) / 256);
+      sum += code;
+    }
+    q.s = q.d * static_cast<float>(sum);
+    std::memcpy(out + b * static_cast<int64_t>(sizeof q), &q, sizeof q);
+  }
+}
+
+void dequantize_q16(const std::byte* row, int64_t k, float* out) {
+  for (int64_t b = 0; b < k / kLegacyBlock; ++b) {
+    BlockQ16 q;
+    std::memcpy(&q, row + b * static_cast<int64_t>(sizeof q), sizeof q);
+    for (int64_t j = 0; j < kLegacyBlock; ++j) out[b * kLegacyBlock + j] = q.d * static_cast<float>(q16_code(q, j));
+  }
+}
+
 template <typename Block>
 void dequantize_int8_blocks(const std::byte* row, int64_t k, float* out) {
   for (int64_t b = 0; b < k / kLegacyBlock; ++b) {
@@ -91,6 +128,7 @@ const char* activation_type_name(ActivationType type) {
     case ActivationType::kBF16: return "BF16";
     case ActivationType::kQ8_0: return "Q8_0";
     case ActivationType::kQ8_1: return "Q8_1";
+    case ActivationType::kQ16: return "Q16";
   }
   return "?";
 }
@@ -101,14 +139,17 @@ size_t activation_row_bytes(ActivationType type, int64_t k) {
     case ActivationType::kBF16: return static_cast<size_t>(k) * sizeof(uint16_t);
     case ActivationType::kQ8_0: return static_cast<size_t>(k / kLegacyBlock) * sizeof(quant::BlockQ8_0);
     case ActivationType::kQ8_1: return static_cast<size_t>(k / kLegacyBlock) * sizeof(quant::BlockQ8_1);
+    case ActivationType::kQ16: return static_cast<size_t>(k / kLegacyBlock) * sizeof(BlockQ16);
   }
   return 0;
 }
 
 void quantize_activation_row(ActivationType type, const float* x, int64_t k, std::byte* out) {
-  assert((type != ActivationType::kQ8_0 && type != ActivationType::kQ8_1) || k % kLegacyBlock == 0);
+  assert((type != ActivationType::kQ8_0 && type != ActivationType::kQ8_1 && type != ActivationType::kQ16) ||
+         k % kLegacyBlock == 0);
   switch (type) {
     case ActivationType::kQ8_0: quantize_q8_0(x, k, out); return;
+    case ActivationType::kQ16: quantize_q16(x, k, out); return;
     case ActivationType::kQ8_1: quantize_q8_1(x, k, out); return;
     case ActivationType::kF32: std::memcpy(out, x, static_cast<size_t>(k) * sizeof(float)); return;
     case ActivationType::kBF16:
@@ -124,6 +165,7 @@ void dequantize_activation_row(ActivationType type, const std::byte* row, int64_
   switch (type) {
     case ActivationType::kQ8_0: dequantize_int8_blocks<quant::BlockQ8_0>(row, k, out); return;
     case ActivationType::kQ8_1: dequantize_int8_blocks<quant::BlockQ8_1>(row, k, out); return;
+    case ActivationType::kQ16: dequantize_q16(row, k, out); return;
     case ActivationType::kF32: convert_to_f32(DType::kF32, row, static_cast<size_t>(k), out); return;
     case ActivationType::kBF16: convert_to_f32(DType::kBF16, row, static_cast<size_t>(k), out); return;
   }

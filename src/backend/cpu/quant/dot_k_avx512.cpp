@@ -1,4 +1,4 @@
-// Q4_K, Q5_K (k_quant_dot_body.h) and Q6_K (q6_k_dot_body.h) row dots for CPUs with AVX-512 VNNI:
+// Q5_K (k_quant_dot_body.h) and Q6_K (q6_k_dot_body.h) row dots for CPUs with AVX-512 VNNI:
 // the codes are unsigned, so vpdpbusd takes them as they are; a second vpdpbusd with ones (32s for
 // Q6_K) gives Σ a_j for the min (the −32 offset).
 // Compiled with a target attribute: best_isa() picks it.
@@ -23,9 +23,6 @@ STAR_K_TARGET __m256i code_dots(__m256i codes, __m256i aq) {
 
 namespace star::cpu::row_dots {
 
-STAR_K_TARGET float q4_k_q8_0_avx512(const std::byte* w, const std::byte* x, int64_t k) {
-  return k_dot<false, BlockQ4_K>(w, x, k);
-}
 STAR_K_TARGET float q5_k_q8_0_avx512(const std::byte* w, const std::byte* x, int64_t k) {
   return k_dot<true, BlockQ5_K>(w, x, k);
 }

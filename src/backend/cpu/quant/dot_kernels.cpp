@@ -42,7 +42,7 @@ const KernelRow kKernels[] = {
     {DType::kQ4_K,
      {{ActivationType::kQ8_0, row_dots::q4_k_q8_0_scalar},
       {ActivationType::kQ8_0, row_dots::q4_k_q8_0_avx2},
-      {ActivationType::kQ8_0, row_dots::q4_k_q8_0_avx512}}},
+      {ActivationType::kQ8_0, row_dots::q4_k_q8_0_avx512, row_dots::q4_k_q8_0_tile_avx512}}},
     {DType::kQ5_K,
      {{ActivationType::kQ8_0, row_dots::q5_k_q8_0_scalar},
       {ActivationType::kQ8_0, row_dots::q5_k_q8_0_avx2},
@@ -55,6 +55,14 @@ const KernelRow kKernels[] = {
      {{ActivationType::kBF16, row_dots::bf16_bf16_scalar},
       {ActivationType::kBF16, row_dots::bf16_bf16_avx2},
       {ActivationType::kBF16, row_dots::bf16_bf16_avx512}}},
+};
+
+// Kernels with Q16 activations (find_q16_dot_kernel); no AVX2 one yet.
+const KernelRow kQ16Kernels[] = {
+    {DType::kQ4_1,
+     {{ActivationType::kQ16, row_dots::q4_1_q16_scalar},
+      {ActivationType::kQ16, nullptr},
+      {ActivationType::kQ16, row_dots::q4_1_q16_avx512, row_dots::q4_1_q16_tile_avx512}}},
 };
 
 // Kernels that keep the activations in float32 (find_float_dot_kernel).
@@ -141,6 +149,11 @@ const DotKernel* find_dot_kernel(DType weight_type, Isa isa) {
   // Xeons) take the AVX2 one, which widens the bf16 pairs to float32.
   if (weight_type == DType::kBF16 && isa == Isa::kAvx512 && !cpu_has_avx512_bf16()) isa = Isa::kAvx2;
   return find_in(kKernels, weight_type, isa);
+}
+
+const DotKernel* find_q16_dot_kernel(DType weight_type, Isa isa) {
+  const DotKernel* kernel = find_in(kQ16Kernels, weight_type, isa);
+  return kernel != nullptr && kernel->dot != nullptr ? kernel : nullptr;
 }
 
 const DotKernel* find_float_dot_kernel(DType weight_type, Isa isa) {

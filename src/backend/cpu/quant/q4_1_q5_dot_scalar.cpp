@@ -1,8 +1,10 @@
 // Reference row dots for Q4_1, Q5_0 and Q5_1 weights: integer sums exact per block, float
 // accumulation in block order. The offset types (w = d·q + m) take Q8_1 activations, whose
-// s = d_x·Σq_x turns the offset's share m·Σx̂ into one product per block, as in ggml.
+// s = d_x·Σq_x turns the offset's share m·Σx̂ into one product per block, as in ggml; Q4_1 also
+// takes Q16 activations, the same sums over 16-bit codes.
 #include <cstring>
 
+#include "q16_block.h"
 #include "row_dots.h"
 #include "star/model/dtype.h"
 #include "star/quant/blocks.h"
@@ -41,6 +43,21 @@ float q4_1_q8_1_scalar(const std::byte* w, const std::byte* x, int64_t k) {
       sumi += (wb.qs[j] >> 4) * xb.qs[j + kLegacyBlock / 2];
     }
     sum += static_cast<float>(sumi) * (f16_to_f32(wb.d) * f16_to_f32(xb.d)) + f16_to_f32(wb.m) * f16_to_f32(xb.s);
+  }
+  return sum;
+}
+
+float q4_1_q16_scalar(const std::byte* w, const std::byte* x, int64_t k) {
+  float sum = 0.f;
+  for (int64_t b = 0; b < k / kLegacyBlock; ++b) {
+    const auto wb = block_at<quant::BlockQ4_1>(w, b);
+    const auto xb = block_at<BlockQ16>(x, b);
+    int32_t sumi = 0;
+    for (int64_t j = 0; j < kLegacyBlock / 2; ++j) {
+      sumi += (wb.qs[j] & 0x0f) * q16_code(xb, j);
+      sumi += (wb.qs[j] >> 4) * q16_code(xb, j + kLegacyBlock / 2);
+    }
+    sum += static_cast<float>(sumi) * (f16_to_f32(wb.d) * xb.d) + f16_to_f32(wb.m) * xb.s;
   }
   return sum;
 }

@@ -14,6 +14,7 @@ float f16_f32_scalar(const std::byte* w, const std::byte* x, int64_t k);
 float bf16_bf16_scalar(const std::byte* w, const std::byte* x, int64_t k);
 float q6_k_q8_0_scalar(const std::byte* w, const std::byte* x, int64_t k);
 float q4_1_q8_1_scalar(const std::byte* w, const std::byte* x, int64_t k);
+float q4_1_q16_scalar(const std::byte* w, const std::byte* x, int64_t k);
 float q5_0_q8_0_scalar(const std::byte* w, const std::byte* x, int64_t k);
 float q5_1_q8_1_scalar(const std::byte* w, const std::byte* x, int64_t k);
 float q8_0_f32_scalar(const std::byte* w, const std::byte* x, int64_t k);
@@ -63,7 +64,16 @@ void q4_0_q8_0_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, co
 void q8_0_f32_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
                           int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate);
 
-// Q4_K and Q5_K against Q8_0 activations (dot_k_*.cpp): scalar, AVX2, AVX-512 VNNI.
+void q4_k_q8_0_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
+                           int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate);
+
+// Q4_1 against Q16 activations (q4_1_tile_avx512.cpp).
+float q4_1_q16_avx512(const std::byte* w, const std::byte* x, int64_t k);
+void q4_1_q16_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
+                          int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate);
+
+// Q4_K and Q5_K against Q8_0 activations (dot_k_*.cpp, q4_k_tile_avx512.cpp): scalar, AVX2,
+// AVX-512 VNNI.
 float q4_k_q8_0_scalar(const std::byte* w, const std::byte* x, int64_t k);
 float q5_k_q8_0_scalar(const std::byte* w, const std::byte* x, int64_t k);
 float q4_k_q8_0_avx2(const std::byte* w, const std::byte* x, int64_t k);

@@ -22,7 +22,10 @@ using TileFn = void (*)(const std::byte* w, size_t w_row_bytes, const std::byte*
 template <int MaxRows, int MaxCols, template <int, int> class Tile>
 void run_tiles(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes, int64_t n,
                int64_t k, float* y, int64_t ldy, bool accumulate) {
-  static constexpr auto kTiles = []<size_t... I>(std::index_sequence<I...>) {
+  // Not static: GCC emits a static local of a template function as a process-wide unique symbol
+  // named after its arguments, and the tile types of different files, each in its file's
+  // anonymous namespace, can share a name; the linker then gives every file the first file's table.
+  constexpr auto kTiles = []<size_t... I>(std::index_sequence<I...>) {
     return std::array<TileFn, sizeof...(I)>{Tile<static_cast<int>(I) / MaxCols + 1, static_cast<int>(I) % MaxCols + 1>::fn...};
   }(std::make_index_sequence<MaxRows * MaxCols>());
   const int64_t blocks = k / quant::kLegacyBlock;

@@ -1,4 +1,4 @@
-// Register tiles of Q8_0 and Q4_0 weight rows for CPUs with AVX-512 VNNI: up to 4 weight rows by
+// Register tiles of Q8_0 weight rows for CPUs with AVX-512 VNNI: up to 4 weight rows by
 // 4 activation rows of zmm accumulators, so a weight block is loaded and unpacked once for every
 // activation row of the tile and an activation block once for every weight row. The one-row dots
 // of these types are the 1x1 tile: every output goes through the same instructions in the same
@@ -18,6 +18,7 @@
 
 #include "row_dots.h"
 #include "row_tiles.h"
+#include "zmm_tile_store.h"
 #include "star/quant/blocks.h"
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wuninitialized reports.
@@ -30,7 +31,6 @@
 namespace star::cpu::row_dots {
 namespace {
 
-using quant::BlockQ4_0;
 using quant::BlockQ8_0;
 using quant::kLegacyBlock;
 
@@ -61,23 +61,6 @@ struct Q8_0Codes {
   }
 };
 
-struct Q4_0Codes {
-  using Block = BlockQ4_0;
-  // Packed nibbles [p0, p1] -> 128-bit lanes [p0 low, p0 high, p1 low, p1 high] nibbles, minus 8:
-  // each block's elements 0-15 then 16-31.
-  template <bool Pair>
-  STAR_AVX512_INLINE static BlockPair load(const BlockQ4_0* b) {
-    const __m128i p0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs));
-    const __m128i p1 = Pair ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1].qs)) : _mm_set1_epi8(-120);
-    const __m256i packed = _mm256_set_m128i(p1, p0);
-    const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(packed), _mm256_srli_epi16(packed, 4), 1);
-    const __m512i ordered = _mm512_shuffle_i64x2(both, both, _MM_SHUFFLE(3, 1, 2, 0));
-    // Without a second block its codes are 0x88's nibbles minus 8: zero.
-    const __m512i q = _mm512_sub_epi8(_mm512_and_si512(ordered, _mm512_set1_epi8(0x0f)), _mm512_set1_epi8(8));
-    return {q, pair_scales(b[0].d, Pair ? b[1].d : uint16_t{0})};
-  }
-};
-
 template <class Codes, int MR, int NR, bool Pair>
 STAR_AVX512_INLINE void int8_step(const std::byte* w, size_t w_row_bytes, const std::byte* x, size_t x_row_bytes,
                                   int64_t b, __m512 (&acc)[MR][NR]) {
@@ -96,35 +79,6 @@ STAR_AVX512_INLINE void int8_step(const std::byte* w, size_t w_row_bytes, const 
     for (int r = 0; r < MR; ++r) {
       const __m512i sums = _mm512_dpbusd_epi32(correction[r], xu, wq[r]);
       acc[r][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(dw[r], a.d), acc[r][i]);
-    }
-  }
-}
-
-// The horizontal sums of 4 vectors at once, in lanes 0, 4, 8 and 12: the same additions of the same
-// lane pairs as _mm512_reduce_add_ps of each vector alone (halves, then quarters, then pairs), so
-// a sum does not depend on which vectors share the call.
-STAR_AVX512_INLINE __m512 sums_of_4(__m512 a, __m512 b, __m512 c, __m512 d) {
-  const __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
-                                  _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
-  const __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(1, 0, 1, 0)),
-                                  _mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(3, 2, 3, 2)));
-  const __m512 quarters = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(2, 0, 2, 0)),
-                                        _mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(3, 1, 3, 1)));
-  const __m512 pairs = _mm512_add_ps(quarters, _mm512_permute_ps(quarters, _MM_SHUFFLE(1, 0, 3, 2)));
-  return _mm512_add_ps(pairs, _mm512_permute_ps(pairs, _MM_SHUFFLE(2, 3, 0, 1)));
-}
-
-template <int MR, int NR>
-STAR_AVX512_INLINE void store(__m512 (&acc)[MR][NR], float* y, int64_t ldy, bool accumulate) {
-  static_assert(MR <= 4);
-  for (int i = 0; i < NR; ++i) {
-    __m512 v[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-    for (int r = 0; r < MR; ++r) v[r] = acc[r][i];
-    alignas(64) float sums[16];
-    _mm512_store_ps(sums, sums_of_4(v[0], v[1], v[2], v[3]));
-    for (int r = 0; r < MR; ++r) {
-      float& out = y[i * ldy + r];
-      out = accumulate ? out + sums[4 * r] : sums[4 * r];
     }
   }
 }
@@ -193,12 +147,6 @@ float q8_0_q8_0_avx512(const std::byte* w, const std::byte* x, int64_t k) {
   return y;
 }
 
-float q4_0_q8_0_avx512(const std::byte* w, const std::byte* x, int64_t k) {
-  float y;
-  int8_tile<Q4_0Codes, 1, 1>(w, 0, x, 0, k / kLegacyBlock, &y, 0, false);
-  return y;
-}
-
 float q8_0_f32_avx512(const std::byte* w, const std::byte* x, int64_t k) {
   float y;
   q8_0_f32_tile<1, 1>(w, 0, x, 0, k / kLegacyBlock, &y, 0, false);
@@ -208,11 +156,6 @@ float q8_0_f32_avx512(const std::byte* w, const std::byte* x, int64_t k) {
 void q8_0_q8_0_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
                            int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
   run_tiles<kTileRows, kTileCols, Int8<Q8_0Codes>::Tile>(w, w_row_bytes, m, x, x_row_bytes, n, k, y, ldy, accumulate);
-}
-
-void q4_0_q8_0_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
-                           int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
-  run_tiles<kTileRows, kTileCols, Int8<Q4_0Codes>::Tile>(w, w_row_bytes, m, x, x_row_bytes, n, k, y, ldy, accumulate);
 }
 
 void q8_0_f32_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,

@@ -1,0 +1,153 @@
+// Register tiles of Q4_1 weight rows against Q16 activations for CPUs with AVX-512 VNNI, up to 4
+// weight rows by 4 activation rows, laid out as q4_0_tile_avx512.cpp's (the activations re-laid
+// once per call, two 128-bit lanes of nibbles per weight block). The 16-bit activation codes are
+// two int8 planes: per pair of weight blocks and activation row, vpdpbusd sums the nibbles (as the
+// unsigned operand) against the signed high plane, and then, after a shift by 8 bits, the unsigned
+// low plane against the nibbles (0..15, as the signed operand): exactly Σ nibble·q. The offset m
+// adds m·s per block; s/8 sits in each of its block's 8 lanes, so the lane sum gives it back.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "q16_block.h"
+#include "row_dots.h"
+#include "row_tiles.h"
+#include "star/quant/blocks.h"
+#include "zmm_tile_store.h"
+
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wuninitialized reports.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#define STAR_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+#define STAR_AVX512_INLINE __attribute__((always_inline, target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"))) inline
+
+namespace star::cpu::row_dots {
+namespace {
+
+using quant::BlockQ4_1;
+using quant::kLegacyBlock;
+
+constexpr int kTileRows = 4;
+constexpr int kTileCols = 4;
+
+// Two activation blocks (the second all zero past an odd row's end): int32 lanes 0-7 belong to
+// the first block, 8-15 to the second.
+struct alignas(64) PreparedPair {
+  uint8_t lo[64];
+  int8_t hi[64];
+  float d[16];
+  float s[16];  // s/8
+};
+
+STAR_AVX512 void prepare_row(const std::byte* x, int64_t blocks, PreparedPair* out) {
+  const auto* xb = reinterpret_cast<const BlockQ16*>(x);
+  for (int64_t b = 0; b < blocks; b += 2) {
+    const BlockQ16& first = xb[b];
+    const bool pair = b + 1 < blocks;
+    const auto plane = [&](const void* first_plane, const void* second_plane) {
+      const __m256i low = _mm256_loadu_si256(static_cast<const __m256i*>(first_plane));
+      const __m256i high = pair ? _mm256_loadu_si256(static_cast<const __m256i*>(second_plane)) : _mm256_setzero_si256();
+      return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+    };
+    PreparedPair& p = out[b / 2];
+    _mm512_store_si512(p.lo, plane(first.lo, pair ? xb[b + 1].lo : nullptr));
+    _mm512_store_si512(p.hi, plane(first.hi, pair ? xb[b + 1].hi : nullptr));
+    const float d1 = pair ? xb[b + 1].d : 0.f, s1 = pair ? xb[b + 1].s : 0.f;
+    _mm512_store_ps(p.d, _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(first.d), _mm512_set1_ps(d1)));
+    _mm512_store_ps(p.s, _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(first.s / 8), _mm512_set1_ps(s1 / 8)));
+  }
+}
+
+// Two weight blocks as 128-bit lanes [block 0 low nibbles, its high nibbles, block 1 low, high];
+// without a second block its lanes are 0.
+template <bool Pair>
+STAR_AVX512_INLINE __m512i weight_codes(const BlockQ4_1* b) {
+  const __m128i* qs0 = reinterpret_cast<const __m128i*>(b[0].qs);
+  const __m512i packed = Pair ? _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(_mm_loadu_si128(qs0)), 0xff00,
+                                                             _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1].qs)))
+                              : _mm512_maskz_broadcast_i32x4(0x00ff, _mm_loadu_si128(qs0));
+  const __m512i shifts = _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0);
+  return _mm512_and_si512(_mm512_srlv_epi64(packed, shifts), _mm512_set1_epi8(0x0f));
+}
+
+// The two blocks' f16 d (first = 0) or m (first = 2) as float lanes [block 0 ×8, block 1 ×8]. A
+// pair of 20-byte blocks spans 40 bytes, so the 32 loaded here lie within it; block 1's d and m
+// sit at bytes 4-7 of the upper 128-bit half.
+template <bool Pair, int First>
+STAR_AVX512_INLINE __m512 weight_scales(const BlockQ4_1* b) {
+  if constexpr (!Pair) return _mm512_maskz_mov_ps(0x00ff, _mm512_set1_ps(_cvtsh_ss(First == 0 ? b[0].d : b[0].m)));
+  const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+  constexpr char a = First, c = First + 4;
+  const __m256i spread = _mm256_shuffle_epi8(
+      bytes, _mm256_setr_epi8(a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1,
+                              c, c + 1, c, c + 1, c, c + 1, c, c + 1, c, c + 1, c, c + 1, c, c + 1, c, c + 1));
+  return _mm512_cvtph_ps(spread);
+}
+
+template <int MR, int NR, bool Pair>
+STAR_AVX512_INLINE void step(const BlockQ4_1* w, size_t w_row_blocks, const PreparedPair* x, size_t x_row_pairs,
+                             __m512 (&acc)[MR][NR]) {
+  __m512i wq[MR];
+  __m512 dw[MR], mw[MR];
+  for (int r = 0; r < MR; ++r) {
+    wq[r] = weight_codes<Pair>(w + r * w_row_blocks);
+    dw[r] = weight_scales<Pair, 0>(w + r * w_row_blocks);
+    mw[r] = weight_scales<Pair, 2>(w + r * w_row_blocks);
+  }
+  for (int i = 0; i < NR; ++i) {
+    const PreparedPair& a = x[i * x_row_pairs];
+    const __m512i lo = _mm512_load_si512(a.lo), hi = _mm512_load_si512(a.hi);
+    const __m512 dx = _mm512_load_ps(a.d), sx = _mm512_load_ps(a.s);
+    for (int r = 0; r < MR; ++r) {
+      const __m512i high = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[r], hi);
+      const __m512i sums = _mm512_dpbusd_epi32(_mm512_slli_epi32(high, 8), lo, wq[r]);
+      acc[r][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(dw[r], dx), acc[r][i]);
+      acc[r][i] = _mm512_fmadd_ps(mw[r], sx, acc[r][i]);
+    }
+  }
+}
+
+// MR weight rows by NR prepared activation rows (x_row_bytes apart, whole PreparedPairs).
+template <int MR, int NR>
+STAR_AVX512 void tile(const std::byte* w, size_t w_row_bytes, const std::byte* x, size_t x_row_bytes, int64_t blocks,
+                      float* y, int64_t ldy, bool accumulate) {
+  const auto* blocks_of = reinterpret_cast<const BlockQ4_1*>(w);
+  const size_t row_blocks = w_row_bytes / sizeof(BlockQ4_1);
+  const auto* prepared = reinterpret_cast<const PreparedPair*>(x);
+  const size_t row_pairs = x_row_bytes / sizeof(PreparedPair);
+  __m512 acc[MR][NR];
+  for (auto& row : acc) std::fill(std::begin(row), std::end(row), _mm512_setzero_ps());
+  int64_t b = 0;
+  for (; b + 2 <= blocks; b += 2, blocks_of += 2, ++prepared) step<MR, NR, true>(blocks_of, row_blocks, prepared, row_pairs, acc);
+  if (b < blocks) step<MR, NR, false>(blocks_of, row_blocks, prepared, row_pairs, acc);
+  store(acc, y, ldy, accumulate);
+}
+
+template <int MR, int NR>
+struct Tile {
+  static constexpr TileFn fn = tile<MR, NR>;
+};
+
+}  // namespace
+
+void q4_1_q16_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
+                          int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
+  const int64_t blocks = k / kLegacyBlock, pairs = (blocks + 1) / 2;
+  // Per thread and reused: the OpenMP workers call this for every chunk of weight rows.
+  thread_local std::vector<PreparedPair> prepared;
+  prepared.resize(static_cast<size_t>(n * pairs));
+  for (int64_t i = 0; i < n; ++i) prepare_row(x + i * x_row_bytes, blocks, prepared.data() + i * pairs);
+  run_tiles<kTileRows, kTileCols, Tile>(w, w_row_bytes, m, reinterpret_cast<const std::byte*>(prepared.data()),
+                                        static_cast<size_t>(pairs) * sizeof(PreparedPair), n, k, y, ldy, accumulate);
+}
+
+float q4_1_q16_avx512(const std::byte* w, const std::byte* x, int64_t k) {
+  float y;
+  q4_1_q16_tile_avx512(w, 0, 1, x, 0, 1, k, &y, 0, false);
+  return y;
+}
+
+}  // namespace star::cpu::row_dots

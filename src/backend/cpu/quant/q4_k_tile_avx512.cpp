@@ -1,0 +1,147 @@
+// Q4_K weight rows against Q8_0 activations for CPUs with AVX-512 VNNI: one weight row by up to 4
+// activation rows, the arithmetic of dot_k_scalar.cpp (per 32-element sub-block the exact integer
+// Σ q·a, scaled by (d·scale)·d_a, and the min term dmin·min·d_a·Σa). What depends only on the
+// activations is done once per call, for all weight rows, in a re-laid copy (PreparedSuperBlock):
+// the codes of each super-block contiguous and aligned, d_a widened from f16, and d_a·Σa, so the
+// min term of a whole super-block is one 8-lane product instead of a second vpdpbusd per sub-block.
+// Per weight super-block that leaves the 6-bit scales and mins unpacked once (ggml's 32-bit word
+// trick), and per pair of sub-blocks a broadcast load, a shift and a mask for the codes, then per
+// activation row one vpdpbusd, a conversion and a multiply-add by the pair's scales.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "row_dots.h"
+#include "row_tiles.h"
+#include "star/quant/blocks.h"
+
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wuninitialized reports.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#define STAR_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+#define STAR_AVX512_INLINE __attribute__((always_inline, target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"))) inline
+
+namespace star::cpu::row_dots {
+namespace {
+
+using quant::BlockQ4_K;
+using quant::BlockQ8_0;
+using quant::kLegacyBlock;
+using quant::kSuperBlock;
+
+constexpr int kSubBlocks = kSuperBlock / kLegacyBlock;
+constexpr int kTileCols = 4;
+
+struct alignas(64) PreparedSuperBlock {
+  int8_t codes[kSuperBlock];
+  float d[kSubBlocks];     // d_a of each activation block
+  float sums[kSubBlocks];  // d_a·Σa
+};
+
+STAR_AVX512 void prepare_row(const std::byte* x, int64_t super_blocks, PreparedSuperBlock* out) {
+  const auto* xb = reinterpret_cast<const BlockQ8_0*>(x);
+  for (int64_t sb = 0; sb < super_blocks; ++sb) {
+    PreparedSuperBlock& p = out[sb];
+    for (int s = 0; s < kSubBlocks; ++s) {
+      const BlockQ8_0& block = xb[sb * kSubBlocks + s];
+      std::memcpy(p.codes + kLegacyBlock * s, block.qs, kLegacyBlock);
+      int32_t sum = 0;
+      for (int8_t q : block.qs) sum += q;
+      p.d[s] = _cvtsh_ss(block.d);
+      p.sums[s] = p.d[s] * static_cast<float>(sum);
+    }
+  }
+}
+
+// The 8 scales (bytes 0-7) and 8 mins (bytes 8-15) of get_scale_min_k4, from the 12 packed bytes
+// as three little-endian words: scale j < 4 is the low 6 bits of byte j and min j of byte j + 4;
+// scale and min j + 4 take byte j + 8's nibbles and the top 2 bits of bytes j and j + 4.
+STAR_AVX512_INLINE __m128i scales_and_mins(const uint8_t packed[quant::kScaleBytesK]) {
+  uint32_t a, b, c;
+  std::memcpy(&a, packed, 4);
+  std::memcpy(&b, packed + 4, 4);
+  std::memcpy(&c, packed + 8, 4);
+  const uint32_t low6 = 0x3f3f3f3f, top2 = 0x30303030, nibbles = 0x0f0f0f0f;
+  return _mm_setr_epi32(static_cast<int32_t>(a & low6), static_cast<int32_t>((c & nibbles) | ((a >> 2) & top2)),
+                        static_cast<int32_t>(b & low6), static_cast<int32_t>(((c >> 4) & nibbles) | ((b >> 2) & top2)));
+}
+
+// One weight row by NR prepared activation rows (x_row_bytes apart, whole PreparedSuperBlocks).
+template <int MR, int NR>
+STAR_AVX512 void tile(const std::byte* w, size_t, const std::byte* x, size_t x_row_bytes, int64_t blocks, float* y,
+                      int64_t ldy, bool accumulate) {
+  static_assert(MR == 1);
+  const auto* wb = reinterpret_cast<const BlockQ4_K*>(w);
+  const auto* prepared = reinterpret_cast<const PreparedSuperBlock*>(x);
+  const size_t row_stride = x_row_bytes / sizeof(PreparedSuperBlock);
+  // Sub-blocks 2p and 2p + 1 are the low and the high nibbles of the same 32 bytes; the pair's
+  // int32 sums land in lanes 0-7 and 8-15, and so do its scales.
+  const __m512i nibble_shift = _mm512_set_epi64(4, 4, 4, 4, 0, 0, 0, 0);
+  const __m512i pair_lanes[4] = {_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
+                                 _mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2),
+                                 _mm512_set_epi32(5, 5, 5, 5, 5, 5, 5, 5, 4, 4, 4, 4, 4, 4, 4, 4),
+                                 _mm512_set_epi32(7, 7, 7, 7, 7, 7, 7, 7, 6, 6, 6, 6, 6, 6, 6, 6)};
+  __m512 acc[NR];
+  __m256 acc_min[NR];
+  for (int i = 0; i < NR; ++i) {
+    acc[i] = _mm512_setzero_ps();
+    acc_min[i] = _mm256_setzero_ps();
+  }
+  for (int64_t sb = 0; sb < blocks / kSubBlocks; ++sb) {
+    const BlockQ4_K& block = wb[sb];
+    const __m128i both = scales_and_mins(block.scales);
+    const __m256 scales = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(block.d)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(both)));
+    const __m256 mins = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(both, both)));
+    const __m256 dmin = _mm256_set1_ps(_cvtsh_ss(block.dmin));
+    __m512i codes[4];
+    for (int p = 0; p < 4; ++p) {
+      const __m512i packed = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qs + 32 * p)));
+      codes[p] = _mm512_and_si512(_mm512_srlv_epi64(packed, nibble_shift), _mm512_set1_epi8(0x0f));
+    }
+    for (int i = 0; i < NR; ++i) {
+      const PreparedSuperBlock& a = prepared[i * row_stride + sb];
+      const __m512 pair_scales = _mm512_castps256_ps512(_mm256_mul_ps(scales, _mm256_load_ps(a.d)));
+      for (int p = 0; p < 4; ++p) {
+        const __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes[p], _mm512_load_si512(a.codes + 64 * p));
+        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_permutexvar_ps(pair_lanes[p], pair_scales), acc[i]);
+      }
+      acc_min[i] = _mm256_fmadd_ps(dmin, _mm256_mul_ps(mins, _mm256_load_ps(a.sums)), acc_min[i]);
+    }
+  }
+  for (int i = 0; i < NR; ++i) {
+    const __m128 m4 = _mm_add_ps(_mm256_castps256_ps128(acc_min[i]), _mm256_extractf128_ps(acc_min[i], 1));
+    const __m128 m2 = _mm_add_ps(m4, _mm_movehl_ps(m4, m4));
+    const float v = _mm512_reduce_add_ps(acc[i]) - _mm_cvtss_f32(_mm_add_ss(m2, _mm_movehdup_ps(m2)));
+    float& out = y[i * ldy];
+    out = accumulate ? out + v : v;
+  }
+}
+
+template <int MR, int NR>
+struct Tile {
+  static constexpr TileFn fn = tile<MR, NR>;
+};
+
+}  // namespace
+
+void q4_k_q8_0_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
+                           int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
+  const int64_t super_blocks = k / kSuperBlock;
+  // Per thread and reused: the OpenMP workers call this for every chunk of weight rows.
+  thread_local std::vector<PreparedSuperBlock> prepared;
+  prepared.resize(static_cast<size_t>(n * super_blocks));
+  for (int64_t i = 0; i < n; ++i) prepare_row(x + i * x_row_bytes, super_blocks, prepared.data() + i * super_blocks);
+  run_tiles<1, kTileCols, Tile>(w, w_row_bytes, m, reinterpret_cast<const std::byte*>(prepared.data()),
+                                static_cast<size_t>(super_blocks) * sizeof(PreparedSuperBlock), n, k, y, ldy, accumulate);
+}
+
+float q4_k_q8_0_avx512(const std::byte* w, const std::byte* x, int64_t k) {
+  float y;
+  q4_k_q8_0_tile_avx512(w, 0, 1, x, 0, 1, k, &y, 0, false);
+  return y;
+}
+
+}  // namespace star::cpu::row_dots
