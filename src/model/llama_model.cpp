@@ -84,7 +84,7 @@ std::vector<float> LlamaModel::logits_of(const float* rows, int64_t count) const
   if (count == 0) return logits;
   std::vector<float> h(count * c.dim);
   cpu::rms_norm(rows, count, c.dim, weights_.final_norm.f32(), static_cast<float>(c.rms_norm_eps), h.data());
-  cpu::matmul_float_activations(h.data(), count, weights_.lm_head, logits.data());
+  cpu::matmul_wide_activations(h.data(), count, weights_.lm_head, logits.data());
   return logits;
 }
 

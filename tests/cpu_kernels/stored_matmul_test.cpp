@@ -1,10 +1,12 @@
 // cpu::matmul over weights of every stored type: up to row_dot_max_rows activation rows it equals
 // the scalar version of its row-dot kernel (few_rows_kernel) element by element (up to
 // re-association), and each row of the product is that row's product alone, bit for bit; past it, and for the types without a row-dot kernel at any row count, it
-// equals sgemm on the dequantized weight (up to float rounding). matmul_float_activations equals
-// that sgemm at every row count; matmul_shared_input equals one matmul per weight.
+// equals sgemm on the dequantized weight (up to float rounding). matmul_wide_activations equals
+// that sgemm at every row count (up to its Q16 rounding where it has a Q16 kernel);
+// matmul_shared_input equals one matmul per weight.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <random>
@@ -87,18 +89,18 @@ TEST(StoredMatmul, FewRowsEqualTheScalarRowDot) {
 TEST(StoredMatmul, EachRowEqualsItsProductAloneBitForBit) {
   std::mt19937 rng(27);
   const int64_t m = 70, k = 256;
-  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
+  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K}) {
     const Case c = random_case(type, m, k, rng);
-    for (bool float_activations : {false, true}) {
-      const cpu::DotKernel* kernel = float_activations ? cpu::find_float_dot_kernel(type, cpu::best_isa())
-                                                       : cpu::few_rows_kernel(type, cpu::best_isa());
+    for (bool wide_activations : {false, true}) {
+      const cpu::DotKernel* kernel = wide_activations ? cpu::wide_activation_kernel(type, cpu::best_isa())
+                                                      : cpu::few_rows_kernel(type, cpu::best_isa());
       if (kernel == nullptr) continue;
       const int64_t limit = cpu::row_dot_max_rows(*kernel);
       const auto x = testing::random_tensor(static_cast<size_t>(limit * k), rng);
       auto product = [&](const float* rows, int64_t n) {
         std::vector<float> y(static_cast<size_t>(n * m));
-        if (float_activations) {
-          cpu::matmul_float_activations(rows, n, c.w, y.data());
+        if (wide_activations) {
+          cpu::matmul_wide_activations(rows, n, c.w, y.data());
         } else {
           cpu::matmul(rows, n, c.w, y.data());
         }
@@ -111,7 +113,7 @@ TEST(StoredMatmul, EachRowEqualsItsProductAloneBitForBit) {
         for (int64_t i = 0; i < n; ++i) {
           for (int64_t j = 0; j < m; ++j) {
             ASSERT_EQ(std::bit_cast<uint32_t>(y[i * m + j]), std::bit_cast<uint32_t>(alone[i][j]))
-                << dtype_name(type) << (float_activations ? " f32" : "") << " n=" << n << " [" << i << "," << j << "]";
+                << dtype_name(type) << (wide_activations ? " wide" : "") << " n=" << n << " [" << i << "," << j << "]";
           }
         }
       }
@@ -165,21 +167,36 @@ TEST(StoredMatmul, ManyRowsAndOtherTypesEqualSgemmOfTheDequantizedWeight) {
 }
 
 // The output projection's product: at every row count, the types with row-dot kernels included,
-// sgemm on the dequantized weight with x unrounded.
-TEST(StoredMatmul, FloatActivationsEqualSgemmOfTheDequantizedWeightAtAnyRowCount) {
+// sgemm on the dequantized weight with x unrounded; where a Q16 kernel takes the few rows, up to
+// its rounding too: each code is within 0.51·d = 0.51·max|x_block|/32767 of x/d (row_dot_test
+// bounds it), so an output moves by at most that times Σ|ŵ| with the row's max|x|.
+TEST(StoredMatmul, WideActivationsEqualSgemmOfTheDequantizedWeightAtAnyRowCount) {
   std::mt19937 rng(25);
   const int64_t m = 300, k = 512;
   for (DType type : kAllStoredTypes) {
     const Case c = random_case(type, m, k, rng);
+    const cpu::DotKernel* kernel = cpu::wide_activation_kernel(type, cpu::best_isa());
+    std::vector<double> w_abs(static_cast<size_t>(m), 0.0);
+    for (int64_t j = 0; j < m; ++j) {
+      for (int64_t e = 0; e < k; ++e) w_abs[j] += std::fabs(c.w_hat[j * k + e]);
+    }
     for (int64_t n : {int64_t{1}, int64_t{3}, cpu::kRowDotMaxRows, cpu::kRowDotMaxRows + 1, cpu::kRowTileMaxRows,
                       cpu::kRowTileMaxRows + 1}) {
+      const bool q16 = kernel != nullptr && kernel->activation_type == cpu::ActivationType::kQ16 &&
+                       n <= cpu::row_dot_max_rows(*kernel);
       const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);
       std::vector<float> y(static_cast<size_t>(n * m), -1.f), want(y.size());
-      cpu::matmul_float_activations(x.data(), n, c.w, y.data());
+      cpu::matmul_wide_activations(x.data(), n, c.w, y.data());
       cpu::matmul_nt(x.data(), n, k, c.w_hat.data(), m, want.data());
       const auto mag = magnitudes(x, n, c, m, k);
-      for (size_t e = 0; e < y.size(); ++e) {
-        ASSERT_NEAR(y[e], want[e], 1e-6 * mag[e] + 1e-7) << dtype_name(type) << " n=" << n << " element " << e;
+      for (int64_t i = 0; i < n; ++i) {
+        double x_max = 0;
+        for (int64_t e = 0; e < k; ++e) x_max = std::max(x_max, std::fabs(static_cast<double>(x[i * k + e])));
+        for (int64_t j = 0; j < m; ++j) {
+          const size_t e = static_cast<size_t>(i * m + j);
+          const double rounding = q16 ? 0.51 * x_max / 32767 * w_abs[j] : 0.0;
+          ASSERT_NEAR(y[e], want[e], 1e-6 * mag[e] + 1e-7 + rounding) << dtype_name(type) << " n=" << n << " element " << e;
+        }
       }
     }
   }

@@ -154,9 +154,9 @@ TEST_F(SmolLm2Reference, ScalarKernelsGiveTheReferenceLogitsAtEveryPosition) {
 }
 
 // Teacher forcing in chunks of decode size at the widest instruction set this CPU runs: every
-// product takes the few-rows path (on AVX-512 the Q4_1 rows against Q16 activations, elsewhere
-// widened in registers and dotted with float32 ones; the Q8_0 output projection against float32
-// ones), not the prefill's widened tiles and sgemm.
+// product takes the few-rows path (on AVX-512 the Q4_1 rows and the Q8_0 output projection against
+// Q16 activations, elsewhere widened in registers and dotted with float32 ones), not the prefill's
+// widened tiles and sgemm.
 // 1872 / 1872 agree with Q16 and with float32 activations (1839 = 98.2% while the output
 // projection rounded its activations to Q8_0; 1814 = 96.9% with the Q4_1 products on Q8_1).
 TEST_F(SmolLm2Reference, FastKernelsAgreeOnTheTopTokenAtNearlyEveryPosition) {
@@ -176,7 +176,7 @@ TEST_F(SmolLm2Reference, FastKernelsAgreeOnTheTopTokenAtNearlyEveryPosition) {
 }
 
 // The prompt in one prefill, then 64 single-token decode steps. 7 of 8 equal with the Q4_1 products
-// on Q16 activations (chat_python_bug parts at token 47), 8 of 8 on float32 ones (3 of 8 while the
+// on Q16 activations (chat_python_bug diverges at token 47), 8 of 8 on float32 ones (3 of 8 while the
 // output projection rounded its activations to Q8_0, 2 of 8 with the Q4_1 products on Q8_1).
 TEST_F(SmolLm2Reference, FastKernelsContinueGreedilyAsTheReference) {
   int equal = 0;

@@ -1,6 +1,7 @@
 #include "star/backend/cpu/matmul.h"
 
 #include <cblas.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cassert>
@@ -22,9 +23,18 @@ namespace {
 // start-up) to one per matrix, the output projection aside.
 constexpr int64_t kTileBytes = int64_t{8} << 20;
 
-// Weight rows per unit of work when the kernel has a register tile: a multiple of its 4 rows, and
-// small enough that a K or V projection still splits across the threads.
+// Weight rows per unit of work when the kernel has a register tile: a multiple of its 4 rows, at
+// least kTileChunkRows, else about a quarter of a thread's share, so that a K or V projection still
+// splits across the threads while a tile that re-lays the activations (Q4_0, Q4_1, Q4_K on
+// AVX-512, once per call) does so for many rows: at 16 rows a call, Q4_K's re-laying took a fifth of
+// its decode time.
 constexpr int64_t kTileChunkRows = 16;
+constexpr int64_t kTileChunkRowsMax = 256;
+
+int64_t tile_chunk_rows(int64_t total_rows) {
+  const int64_t share = total_rows / (4 * static_cast<int64_t>(omp_get_max_threads()));
+  return std::clamp<int64_t>(share / 4 * 4, kTileChunkRows, kTileChunkRowsMax);
+}
 
 // Few activation rows: each weight row is read once, in its stored form, and dotted with every
 // activation row while it is in L1; with a register tile (`use_tile` and the kernel has one),
@@ -48,13 +58,15 @@ void matmul_row_dots(const float* x, int64_t n, std::span<const MatmulOutput> ou
     float* y;
   };
   const RowTile tile = use_tile ? kernel.tile : nullptr;
-  const int64_t unit_rows = tile != nullptr ? kTileChunkRows : 1;
   std::vector<Target> targets;
-  int64_t total_units = 0;
+  int64_t total_rows = 0;
   for (const MatmulOutput& o : outputs) {
     targets.push_back({o.w->data, o.w->row_bytes(), o.w->rows(), o.y});
-    total_units += (targets.back().m + unit_rows - 1) / unit_rows;
+    total_rows += targets.back().m;
   }
+  const int64_t unit_rows = tile != nullptr ? tile_chunk_rows(total_rows) : 1;
+  int64_t total_units = 0;
+  for (const Target& target : targets) total_units += (target.m + unit_rows - 1) / unit_rows;
 #pragma omp parallel for schedule(static)
   for (int64_t g = 0; g < total_units; ++g) {
     int64_t u = g;
@@ -215,12 +227,17 @@ void matmul_shared_input(const float* x, int64_t n, std::initializer_list<Matmul
   matmul_row_dots(x, n, {outputs.begin(), outputs.size()}, *kernel, /*accumulate=*/false);
 }
 
-void matmul_float_activations(const float* x, int64_t n, const WeightTensor& w, float* y) {
+const DotKernel* wide_activation_kernel(DType dtype, Isa isa) {
+  const DotKernel* q16 = find_q16_dot_kernel(dtype, isa);
+  return q16 != nullptr ? q16 : find_float_dot_kernel(dtype, isa);
+}
+
+void matmul_wide_activations(const float* x, int64_t n, const WeightTensor& w, float* y) {
   if (w.dtype == DType::kF32 || n == 0 || w.rows() == 0 || w.cols() == 0) {
     matmul(x, n, w, y);
     return;
   }
-  const DotKernel* kernel = find_float_dot_kernel(w.dtype, best_isa());
+  const DotKernel* kernel = wide_activation_kernel(w.dtype, best_isa());
   if (kernel != nullptr && n <= row_dot_max_rows(*kernel)) {
     const MatmulOutput output{&w, y};
     matmul_row_dots(x, n, {&output, 1}, *kernel, /*accumulate=*/false);
@@ -235,9 +252,9 @@ int64_t row_dot_max_rows(const DotKernel& kernel) {
   return kernel.tile != nullptr ? kRowTileMaxRows : kRowDotMaxRows;
 }
 
-void matmul_forced(MatmulPath path, const float* x, int64_t n, const WeightTensor& w, float* y, bool float_activations) {
-  const DotKernel* kernel = float_activations ? find_float_dot_kernel(w.dtype, best_isa())
-                                              : few_rows_kernel(w.dtype, best_isa());
+void matmul_forced(MatmulPath path, const float* x, int64_t n, const WeightTensor& w, float* y, bool wide_activations) {
+  const DotKernel* kernel = wide_activations ? wide_activation_kernel(w.dtype, best_isa())
+                                             : few_rows_kernel(w.dtype, best_isa());
   const MatmulOutput output{&w, y};
   switch (path) {
     case MatmulPath::kRowTiles:

@@ -55,8 +55,8 @@ CLI::App* add_matmul_command(CLI::App& app, MatmulCommandOptions& o) {
       ->capture_default_str()->delimiter(',');
   cmd->add_option("--rows", o.rows, "activation row counts (comma-separated)")->capture_default_str()->delimiter(',')
       ->check(CLI::Range(int64_t{1}, int64_t{4096}));
-  cmd->add_flag("--float-activations", o.float_activations,
-                "the float32-activation kernels (the output projection's) instead of the int8 ones");
+  cmd->add_flag("--wide-activations", o.wide_activations,
+                "the output projection's kernels (16-bit or float32 activations) instead of the int8 ones");
   cmd->add_option("--repeats", o.repeats, "timed calls per cell (the median is reported)")->capture_default_str()
       ->check(CLI::Range(1, 1000));
   return cmd;
@@ -82,11 +82,11 @@ int run_matmul_command(const MatmulCommandOptions& o) {
   for (const std::string& name : o.dtypes) {
     DType dtype = DType::kF32;
     const cpu::DotKernel* kernel = !parse_dtype(name, dtype) ? nullptr
-                                   : o.float_activations      ? cpu::find_float_dot_kernel(dtype, isa)
+                                   : o.wide_activations       ? cpu::wide_activation_kernel(dtype, isa)
                                                               : cpu::few_rows_kernel(dtype, isa);
     if (kernel == nullptr) {
       std::fprintf(stderr, "--dtype %s: not a type with a%s row-dot kernel on %s\n", name.c_str(),
-                   o.float_activations ? " float-activation" : "", cpu::isa_name(isa));
+                   o.wide_activations ? " wide-activation" : "", cpu::isa_name(isa));
       return 2;
     }
     for (const Shape& shape : shapes) {
@@ -103,11 +103,11 @@ int run_matmul_command(const MatmulCommandOptions& o) {
         std::vector<float> x(static_cast<size_t>(n * shape.k)), y(static_cast<size_t>(n * shape.m));
         for (float& v : x) v = dist(rng);
         auto median_ms = [&](cpu::MatmulPath path) {
-          cpu::matmul_forced(path, x.data(), n, w, y.data(), o.float_activations);  // warm the caches
+          cpu::matmul_forced(path, x.data(), n, w, y.data(), o.wide_activations);  // warm the caches
           std::vector<double> ms;
           for (int r = 0; r < o.repeats; ++r) {
             const auto t0 = std::chrono::steady_clock::now();
-            cpu::matmul_forced(path, x.data(), n, w, y.data(), o.float_activations);
+            cpu::matmul_forced(path, x.data(), n, w, y.data(), o.wide_activations);
             ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
           }
           std::sort(ms.begin(), ms.end());

@@ -20,7 +20,7 @@ struct MatmulCommandOptions {
   // m x k (output rows x row length): the `small` preset's up/gate and down projections.
   std::vector<std::string> shapes{"2048x768", "768x2048"};
   std::vector<int64_t> rows{1, 4, 8, 16, 20, 24, 32, 40, 48, 64, 96, 128};
-  bool float_activations = false;
+  bool wide_activations = false;
   int repeats = 15;
 };
 

@@ -52,20 +52,24 @@ struct MatmulOutput {
 // Any other case runs one matmul per output.
 void matmul_shared_input(const float* x, int64_t n, std::initializer_list<MatmulOutput> outputs);
 
-// matmul (not accumulating) with x kept in float32 whatever w's type: never a row-dot kernel that
-// rounds the activations (to Q8_0 or BF16); few rows of Q4_1, Q8_0, Q6_K, F16 and BF16 take the
-// float-activation kernels (find_float_dot_kernel), the other types widened rows. For the output
-// projection, where that rounding flips the top token: SmolLM2's tied Q8_0 embedding with Q8_0
-// activations agrees with float32 transformers on the top token at 98.2% of positions, against
-// float32 on every other product.
-void matmul_float_activations(const float* x, int64_t n, const WeightTensor& w, float* y);
+// The kernel matmul_wide_activations uses for few rows of a `dtype` weight on `isa`, or nullptr
+// (rows widened in L1): find_q16_dot_kernel's where there is one (Q4_1, Q6_K, Q8_0 on AVX-512),
+// else find_float_dot_kernel's.
+const DotKernel* wide_activation_kernel(DType dtype, Isa isa);
+
+// matmul (not accumulating) with x never rounded to 8 bits whatever w's type: few rows take
+// wide_activation_kernel's kernel (16-bit codes or float32), the other types and more rows widened
+// weights against float32 x. For the output projection, where 8-bit rounding flips the top token:
+// SmolLM2's tied Q8_0 embedding with Q8_0 activations agrees with float32 transformers on the top
+// token at 98.2% of positions, against float32 (and Q16) on every other product.
+void matmul_wide_activations(const float* x, int64_t n, const WeightTensor& w, float* y);
 
 // The ways matmul can multiply, forced (not accumulating), for `star-bench matmul`, which measures
 // where they cross: the row dots one (weight row, activation row) pair at a time, the same with the
 // kernel's register tile, and float32 tiles widened and multiplied with sgemm. The row-dot paths
-// need a kernel for w's type: few_rows_kernel's, or find_float_dot_kernel's with float_activations.
+// need a kernel for w's type: few_rows_kernel's, or wide_activation_kernel's with wide_activations.
 enum class MatmulPath { kRowDots, kRowTiles, kWidenedTiles };
-void matmul_forced(MatmulPath path, const float* x, int64_t n, const WeightTensor& w, float* y, bool float_activations);
+void matmul_forced(MatmulPath path, const float* x, int64_t n, const WeightTensor& w, float* y, bool wide_activations);
 
 // out[count, cols] = rows [first, first + count) of w as float32 (exact for every stored type).
 void dequantize_weight_rows(const WeightTensor& w, int64_t first, int64_t count, float* out);

@@ -1,6 +1,5 @@
-// Q5_K (k_quant_dot_body.h) and Q6_K (q6_k_dot_body.h) row dots for CPUs with AVX-512 VNNI:
-// the codes are unsigned, so vpdpbusd takes them as they are; a second vpdpbusd with ones (32s for
-// Q6_K) gives Σ a_j for the min (the −32 offset).
+// The Q5_K row dot (k_quant_dot_body.h) for CPUs with AVX-512 VNNI: the codes are unsigned, so
+// vpdpbusd takes them as they are; a second vpdpbusd with ones gives Σ a_j for the min.
 // Compiled with a target attribute: best_isa() picks it.
 #include <immintrin.h>
 
@@ -19,15 +18,11 @@ STAR_K_TARGET __m256i code_dots(__m256i codes, __m256i aq) {
 }  // namespace star::cpu::row_dots
 
 #include "k_quant_dot_body.h"
-#include "q6_k_dot_body.h"
 
 namespace star::cpu::row_dots {
 
 STAR_K_TARGET float q5_k_q8_0_avx512(const std::byte* w, const std::byte* x, int64_t k) {
   return k_dot<true, BlockQ5_K>(w, x, k);
-}
-STAR_K_TARGET float q6_k_q8_0_avx512(const std::byte* w, const std::byte* x, int64_t k) {
-  return q6_k_dot(w, x, k);
 }
 
 }  // namespace star::cpu::row_dots

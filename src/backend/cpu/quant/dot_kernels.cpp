@@ -38,7 +38,7 @@ const KernelRow kKernels[] = {
     {DType::kQ6_K,
      {{ActivationType::kQ8_0, row_dots::q6_k_q8_0_scalar},
       {ActivationType::kQ8_0, row_dots::q6_k_q8_0_avx2},
-      {ActivationType::kQ8_0, row_dots::q6_k_q8_0_avx512}}},
+      {ActivationType::kQ8_0, row_dots::q6_k_q8_0_avx512, row_dots::q6_k_q8_0_tile_avx512}}},
     {DType::kQ4_K,
      {{ActivationType::kQ8_0, row_dots::q4_k_q8_0_scalar},
       {ActivationType::kQ8_0, row_dots::q4_k_q8_0_avx2},
@@ -57,12 +57,20 @@ const KernelRow kKernels[] = {
       {ActivationType::kBF16, row_dots::bf16_bf16_avx512}}},
 };
 
-// Kernels with Q16 activations (find_q16_dot_kernel); no AVX2 one yet.
+// Kernels with Q16 activations (find_q16_dot_kernel); no AVX2 ones yet.
 const KernelRow kQ16Kernels[] = {
     {DType::kQ4_1,
      {{ActivationType::kQ16, row_dots::q4_1_q16_scalar},
       {ActivationType::kQ16, nullptr},
       {ActivationType::kQ16, row_dots::q4_1_q16_avx512, row_dots::q4_1_q16_tile_avx512}}},
+    {DType::kQ6_K,
+     {{ActivationType::kQ16, row_dots::q6_k_q16_scalar},
+      {ActivationType::kQ16, nullptr},
+      {ActivationType::kQ16, row_dots::q6_k_q16_avx512, row_dots::q6_k_q16_tile_avx512}}},
+    {DType::kQ8_0,
+     {{ActivationType::kQ16, row_dots::q8_0_q16_scalar},
+      {ActivationType::kQ16, nullptr},
+      {ActivationType::kQ16, row_dots::q8_0_q16_avx512, row_dots::q8_0_q16_tile_avx512}}},
 };
 
 // Kernels that keep the activations in float32 (find_float_dot_kernel).

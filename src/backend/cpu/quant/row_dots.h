@@ -15,6 +15,8 @@ float bf16_bf16_scalar(const std::byte* w, const std::byte* x, int64_t k);
 float q6_k_q8_0_scalar(const std::byte* w, const std::byte* x, int64_t k);
 float q4_1_q8_1_scalar(const std::byte* w, const std::byte* x, int64_t k);
 float q4_1_q16_scalar(const std::byte* w, const std::byte* x, int64_t k);
+float q6_k_q16_scalar(const std::byte* w, const std::byte* x, int64_t k);
+float q8_0_q16_scalar(const std::byte* w, const std::byte* x, int64_t k);
 float q5_0_q8_0_scalar(const std::byte* w, const std::byte* x, int64_t k);
 float q5_1_q8_1_scalar(const std::byte* w, const std::byte* x, int64_t k);
 float q8_0_f32_scalar(const std::byte* w, const std::byte* x, int64_t k);
@@ -64,11 +66,19 @@ void q4_0_q8_0_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, co
 void q8_0_f32_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
                           int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate);
 
+void q6_k_q8_0_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
+                           int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate);
 void q4_k_q8_0_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
                            int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate);
 
-// Q4_1 against Q16 activations (q4_1_tile_avx512.cpp).
+// Against Q16 activations: Q4_1 (q4_1_tile_avx512.cpp), Q6_K and Q8_0 (q16_output_tiles_avx512.cpp).
 float q4_1_q16_avx512(const std::byte* w, const std::byte* x, int64_t k);
+float q6_k_q16_avx512(const std::byte* w, const std::byte* x, int64_t k);
+float q8_0_q16_avx512(const std::byte* w, const std::byte* x, int64_t k);
+void q6_k_q16_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
+                          int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate);
+void q8_0_q16_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
+                          int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate);
 void q4_1_q16_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
                           int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate);
 

@@ -1,0 +1,229 @@
+// Q6_K and Q8_0 weight rows against Q16 activations for CPUs with AVX-512 VNNI, one weight row by
+// up to 4 activation rows: the output projection of llama.cpp's files (Q6_K in K-quant and Q4_0
+// ones, the tied Q8_0 embedding of SmolLM2's), where rounding the activations to 8 bits flips the
+// top token and float32 activations leave the kernel compute-bound. The activations are re-laid
+// once per call (as in q6_k_tile_avx512.cpp): both code planes aligned, the per-lane offsets that
+// make vpdpbusd's unsigned operand exact, and d_x in the lanes of its block. Per 64 weights and
+// activation row two vpdpbusd give Σ w·q exactly: the high plane's sum, shifted by 8 bits, then the
+// low plane's (unsigned) against the weight codes (signed).
+//
+// Q6_K: the codes go in unsigned (0..63) against the signed high plane, less 32·Σhi per lane; the
+// low plane against the codes as signed (0..63), less 32·Σlo. Q8_0: the signed codes go in as
+// code + 128 against the high plane, less 128·Σhi; the low plane against the codes as they are.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "q16_block.h"
+#include "row_dots.h"
+#include "row_tiles.h"
+#include "star/quant/blocks.h"
+
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wuninitialized reports.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#define STAR_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+#define STAR_AVX512_INLINE __attribute__((always_inline, target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"))) inline
+
+namespace star::cpu::row_dots {
+namespace {
+
+using quant::BlockQ6_K;
+using quant::BlockQ8_0;
+using quant::kLegacyBlock;
+using quant::kSuperBlock;
+
+constexpr int kTileCols = 4;
+
+// 64 activations (two Q16 blocks): int32 lanes 0-7 the first block's, 8-15 the second's.
+struct alignas(64) PreparedQuarter {
+  uint8_t lo[64];
+  int8_t hi[64];
+  int32_t lo_offsets[16];  // −Offset·Σ of the lane's 4 low codes (Q6_K's; 0 for Q8_0)
+  int32_t hi_offsets[16];  // −Offset·Σ of the lane's 4 high codes
+  float d[16];
+};
+
+// Quarters of 64 activations from Q16 blocks; past an odd row's end the second block is zero.
+template <int Offset>
+STAR_AVX512 void prepare_row(const std::byte* x, int64_t blocks, PreparedQuarter* out) {
+  const auto* xb = reinterpret_cast<const BlockQ16*>(x);
+  const __m512i offset = _mm512_set1_epi8(static_cast<char>(Offset));
+  for (int64_t b = 0; b < blocks; b += 2) {
+    const BlockQ16& first = xb[b];
+    const bool pair = b + 1 < blocks;
+    const auto plane = [&](const void* first_plane, const void* second_plane) {
+      const __m256i low = _mm256_loadu_si256(static_cast<const __m256i*>(first_plane));
+      const __m256i high = pair ? _mm256_loadu_si256(static_cast<const __m256i*>(second_plane)) : _mm256_setzero_si256();
+      return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+    };
+    const __m512i lo = plane(first.lo, pair ? xb[b + 1].lo : nullptr);
+    const __m512i hi = plane(first.hi, pair ? xb[b + 1].hi : nullptr);
+    // Σ lo·Offset with lo unsigned: the offset bytes go in as the signed operand, which 128 is not;
+    // Q8_0's codes are signed already and need no low offset.
+    const __m512i lo_sums =
+        Offset < 128 ? _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, offset) : _mm512_setzero_si512();
+    const __m512i hi_sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, hi);
+    PreparedQuarter& p = out[b / 2];
+    _mm512_store_si512(p.lo, lo);
+    _mm512_store_si512(p.hi, hi);
+    _mm512_store_si512(p.lo_offsets, _mm512_sub_epi32(_mm512_setzero_si512(), lo_sums));
+    _mm512_store_si512(p.hi_offsets, _mm512_sub_epi32(_mm512_setzero_si512(), hi_sums));
+    _mm512_store_ps(p.d, _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(first.d), _mm512_set1_ps(pair ? xb[b + 1].d : 0.f)));
+  }
+}
+
+// Σ over the lanes' 4 elements of (u − Offset)·q, from unsigned codes u.
+STAR_AVX512_INLINE __m512i q16_sums(__m512i codes, const PreparedQuarter& a) {
+  const __m512i high = _mm512_dpbusd_epi32(_mm512_load_si512(a.hi_offsets), codes, _mm512_load_si512(a.hi));
+  const __m512i start = _mm512_add_epi32(_mm512_slli_epi32(high, 8), _mm512_load_si512(a.lo_offsets));
+  return _mm512_dpbusd_epi32(start, _mm512_load_si512(a.lo), codes);
+}
+
+STAR_AVX512_INLINE void store_sums(const __m512* acc, int nr, float* y, int64_t ldy, bool accumulate) {
+  for (int i = 0; i < nr; ++i) {
+    const float v = _mm512_reduce_add_ps(acc[i]);
+    float& out = y[i * ldy];
+    out = accumulate ? out + v : v;
+  }
+}
+
+template <int MR, int NR>
+STAR_AVX512 void q6_k_tile(const std::byte* w, size_t, const std::byte* x, size_t x_row_bytes, int64_t blocks, float* y,
+                           int64_t ldy, bool accumulate) {
+  static_assert(MR == 1);
+  const auto* wb = reinterpret_cast<const BlockQ6_K*>(w);
+  const auto* prepared = reinterpret_cast<const PreparedQuarter*>(x);
+  const size_t row_stride = x_row_bytes / sizeof(PreparedQuarter);
+  const __m512i low_nibbles = _mm512_set1_epi8(0x0F), high_bits = _mm512_set1_epi8(0x30);
+  // As q6_k_tile_avx512.cpp: qh's bits 0-1 / 4-5 for the first 32 codes of 64, 2-3 / 6-7 for the next.
+  const __m512i low_shift = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+  const __m512i high_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+  const __m512i sub_block_lanes[4] = {
+      _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
+      _mm512_set_epi32(7, 7, 7, 7, 6, 6, 6, 6, 5, 5, 5, 5, 4, 4, 4, 4),
+      _mm512_set_epi32(11, 11, 11, 11, 10, 10, 10, 10, 9, 9, 9, 9, 8, 8, 8, 8),
+      _mm512_set_epi32(15, 15, 15, 15, 14, 14, 14, 14, 13, 13, 13, 13, 12, 12, 12, 12)};
+  __m512 acc[NR];
+  for (int i = 0; i < NR; ++i) acc[i] = _mm512_setzero_ps();
+  for (int64_t sb = 0; sb < blocks / (kSuperBlock / kLegacyBlock); ++sb) {
+    const BlockQ6_K& block = wb[sb];
+    const __m512 scales = _mm512_mul_ps(
+        _mm512_set1_ps(_cvtsh_ss(block.d)),
+        _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block.scales)))));
+    __m512i codes[4];
+    for (int half = 0; half < 2; ++half) {
+      const __m512i ql = _mm512_loadu_si512(block.ql + 64 * half);
+      const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qh + 32 * half)));
+      codes[2 * half] = _mm512_or_si512(_mm512_and_si512(ql, low_nibbles),
+                                        _mm512_and_si512(_mm512_sllv_epi16(qh, low_shift), high_bits));
+      codes[2 * half + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low_nibbles),
+                                            _mm512_and_si512(_mm512_srlv_epi16(qh, high_shift), high_bits));
+    }
+    for (int i = 0; i < NR; ++i) {
+      const PreparedQuarter* a = prepared + i * row_stride + 4 * sb;
+      for (int q = 0; q < 4; ++q) {
+        const __m512 scale = _mm512_mul_ps(_mm512_permutexvar_ps(sub_block_lanes[q], scales), _mm512_load_ps(a[q].d));
+        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q16_sums(codes[q], a[q])), scale, acc[i]);
+      }
+    }
+  }
+  store_sums(acc, NR, y, ldy, accumulate);
+}
+
+// Two Q8_0 weight blocks' codes and scales in PreparedQuarter's lanes; without a second block its
+// codes and scale are 0.
+template <bool Pair>
+STAR_AVX512_INLINE __m512i q8_0_codes(const BlockQ8_0* b) {
+  const __m256i first = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[0].qs));
+  const __m256i second = Pair ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[1].qs)) : _mm256_setzero_si256();
+  return _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1);
+}
+
+template <bool Pair>
+STAR_AVX512_INLINE __m512 q8_0_scales(const BlockQ8_0* b) {
+  if constexpr (!Pair) return _mm512_maskz_mov_ps(0x00ff, _mm512_set1_ps(_cvtsh_ss(b[0].d)));
+  // Each 16 bytes from a block's start: its d in bytes 0-1.
+  const __m256i both = _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 1)),
+                                        _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
+  const __m256i spread = _mm256_shuffle_epi8(
+      both, _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1));
+  return _mm512_cvtph_ps(spread);
+}
+
+template <bool Pair, int NR>
+STAR_AVX512_INLINE void q8_0_step(const BlockQ8_0* w, const PreparedQuarter* x, size_t row_stride, __m512 (&acc)[NR]) {
+  const __m512i codes = q8_0_codes<Pair>(w);
+  const __m512i shifted = _mm512_xor_si512(codes, _mm512_set1_epi8(static_cast<char>(0x80)));
+  const __m512 dw = q8_0_scales<Pair>(w);
+  for (int i = 0; i < NR; ++i) {
+    const PreparedQuarter& a = x[i * row_stride];
+    const __m512i high = _mm512_dpbusd_epi32(_mm512_load_si512(a.hi_offsets), shifted, _mm512_load_si512(a.hi));
+    const __m512i sums = _mm512_dpbusd_epi32(_mm512_slli_epi32(high, 8), _mm512_load_si512(a.lo), codes);
+    acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(dw, _mm512_load_ps(a.d)), acc[i]);
+  }
+}
+
+template <int MR, int NR>
+STAR_AVX512 void q8_0_tile(const std::byte* w, size_t, const std::byte* x, size_t x_row_bytes, int64_t blocks, float* y,
+                           int64_t ldy, bool accumulate) {
+  static_assert(MR == 1);
+  const auto* wb = reinterpret_cast<const BlockQ8_0*>(w);
+  const auto* prepared = reinterpret_cast<const PreparedQuarter*>(x);
+  const size_t row_stride = x_row_bytes / sizeof(PreparedQuarter);
+  __m512 acc[NR];
+  for (int i = 0; i < NR; ++i) acc[i] = _mm512_setzero_ps();
+  int64_t b = 0;
+  for (; b + 2 <= blocks; b += 2, wb += 2, ++prepared) q8_0_step<true>(wb, prepared, row_stride, acc);
+  if (b < blocks) q8_0_step<false>(wb, prepared, row_stride, acc);
+  store_sums(acc, NR, y, ldy, accumulate);
+}
+
+template <int MR, int NR>
+struct Q6_KTile {
+  static constexpr TileFn fn = q6_k_tile<MR, NR>;
+};
+template <int MR, int NR>
+struct Q8_0Tile {
+  static constexpr TileFn fn = q8_0_tile<MR, NR>;
+};
+
+template <int Offset, template <int, int> class Tile>
+void run(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes, int64_t n, int64_t k,
+         float* y, int64_t ldy, bool accumulate) {
+  const int64_t blocks = k / kLegacyBlock, quarters = (blocks + 1) / 2;
+  // Per thread and reused: the OpenMP workers call this for every chunk of weight rows.
+  thread_local std::vector<PreparedQuarter> prepared;
+  prepared.resize(static_cast<size_t>(n * quarters));
+  for (int64_t i = 0; i < n; ++i) prepare_row<Offset>(x + i * x_row_bytes, blocks, prepared.data() + i * quarters);
+  run_tiles<1, kTileCols, Tile>(w, w_row_bytes, m, reinterpret_cast<const std::byte*>(prepared.data()),
+                                static_cast<size_t>(quarters) * sizeof(PreparedQuarter), n, k, y, ldy, accumulate);
+}
+
+}  // namespace
+
+void q6_k_q16_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
+                          int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
+  run<32, Q6_KTile>(w, w_row_bytes, m, x, x_row_bytes, n, k, y, ldy, accumulate);
+}
+
+void q8_0_q16_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
+                          int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
+  run<128, Q8_0Tile>(w, w_row_bytes, m, x, x_row_bytes, n, k, y, ldy, accumulate);
+}
+
+float q6_k_q16_avx512(const std::byte* w, const std::byte* x, int64_t k) {
+  float y;
+  q6_k_q16_tile_avx512(w, 0, 1, x, 0, 1, k, &y, 0, false);
+  return y;
+}
+
+float q8_0_q16_avx512(const std::byte* w, const std::byte* x, int64_t k) {
+  float y;
+  q8_0_q16_tile_avx512(w, 0, 1, x, 0, 1, k, &y, 0, false);
+  return y;
+}
+
+}  // namespace star::cpu::row_dots
