@@ -1,6 +1,7 @@
 // The Q4_K and Q5_K row dot over 256-bit registers, one 32-weight sub-block a register (each
 // sub-block has its own scale and min, each Q8_0 activation block its own d_a), shared by
-// dot_k_avx2.cpp and dot_k_avx512.cpp, which differ only in how they sum u8·s8 products. The
+// dot_k_avx2.cpp and dot_k_avx512.cpp (Q5_K only: AVX-512's Q4_K is q4_k_tile_avx512.cpp), which
+// differ only in how they sum u8·s8 products. The
 // arithmetic is dot_k_scalar.cpp's. The including file defines STAR_K_TARGET (its target attribute)
 // and, in namespace star::cpu::row_dots's unnamed namespace,
 //   STAR_K_TARGET __m256i code_dots(__m256i codes, __m256i aq)

@@ -46,6 +46,14 @@ struct alignas(64) PreparedQuarter {
   float d[16];
 };
 
+// Two blocks' 32-byte code planes in one register (the second zero without a second block). Not a
+// lambda: a lambda does not take its enclosing function's target attribute.
+STAR_AVX512_INLINE __m512i plane(const void* first, const void* second, bool pair) {
+  const __m256i low = _mm256_loadu_si256(static_cast<const __m256i*>(first));
+  const __m256i high = pair ? _mm256_loadu_si256(static_cast<const __m256i*>(second)) : _mm256_setzero_si256();
+  return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+}
+
 // Quarters of 64 activations from Q16 blocks; past an odd row's end the second block is zero.
 template <int Offset>
 STAR_AVX512 void prepare_row(const std::byte* x, int64_t blocks, PreparedQuarter* out) {
@@ -54,13 +62,8 @@ STAR_AVX512 void prepare_row(const std::byte* x, int64_t blocks, PreparedQuarter
   for (int64_t b = 0; b < blocks; b += 2) {
     const BlockQ16& first = xb[b];
     const bool pair = b + 1 < blocks;
-    const auto plane = [&](const void* first_plane, const void* second_plane) {
-      const __m256i low = _mm256_loadu_si256(static_cast<const __m256i*>(first_plane));
-      const __m256i high = pair ? _mm256_loadu_si256(static_cast<const __m256i*>(second_plane)) : _mm256_setzero_si256();
-      return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
-    };
-    const __m512i lo = plane(first.lo, pair ? xb[b + 1].lo : nullptr);
-    const __m512i hi = plane(first.hi, pair ? xb[b + 1].hi : nullptr);
+    const __m512i lo = plane(first.lo, pair ? xb[b + 1].lo : nullptr, pair);
+    const __m512i hi = plane(first.hi, pair ? xb[b + 1].hi : nullptr, pair);
     // Σ lo·Offset with lo unsigned: the offset bytes go in as the signed operand, which 128 is not;
     // Q8_0's codes are signed already and need no low offset.
     const __m512i lo_sums =

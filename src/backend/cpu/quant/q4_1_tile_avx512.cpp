@@ -1,5 +1,5 @@
 // Register tiles of Q4_1 weight rows against Q16 activations for CPUs with AVX-512 VNNI, up to 4
-// weight rows by 4 activation rows, laid out as q4_0_tile_avx512.cpp's (the activations re-laid
+// weight rows by 4 activation rows, laid out as legacy_tiles_avx512.cpp's Q4_0 (the activations re-laid
 // once per call, two 128-bit lanes of nibbles per weight block). The 16-bit activation codes are
 // two int8 planes: per pair of weight blocks and activation row, vpdpbusd sums the nibbles (as the
 // unsigned operand) against the signed high plane, and then, after a shift by 8 bits, the unsigned
@@ -42,19 +42,22 @@ struct alignas(64) PreparedPair {
   float s[16];  // s/8
 };
 
+// Two blocks' 32-byte code planes in one register (the second zero without a second block). Not a
+// lambda: a lambda does not take its enclosing function's target attribute.
+STAR_AVX512_INLINE __m512i plane(const void* first, const void* second, bool pair) {
+  const __m256i low = _mm256_loadu_si256(static_cast<const __m256i*>(first));
+  const __m256i high = pair ? _mm256_loadu_si256(static_cast<const __m256i*>(second)) : _mm256_setzero_si256();
+  return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+}
+
 STAR_AVX512 void prepare_row(const std::byte* x, int64_t blocks, PreparedPair* out) {
   const auto* xb = reinterpret_cast<const BlockQ16*>(x);
   for (int64_t b = 0; b < blocks; b += 2) {
     const BlockQ16& first = xb[b];
     const bool pair = b + 1 < blocks;
-    const auto plane = [&](const void* first_plane, const void* second_plane) {
-      const __m256i low = _mm256_loadu_si256(static_cast<const __m256i*>(first_plane));
-      const __m256i high = pair ? _mm256_loadu_si256(static_cast<const __m256i*>(second_plane)) : _mm256_setzero_si256();
-      return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
-    };
     PreparedPair& p = out[b / 2];
-    _mm512_store_si512(p.lo, plane(first.lo, pair ? xb[b + 1].lo : nullptr));
-    _mm512_store_si512(p.hi, plane(first.hi, pair ? xb[b + 1].hi : nullptr));
+    _mm512_store_si512(p.lo, plane(first.lo, pair ? xb[b + 1].lo : nullptr, pair));
+    _mm512_store_si512(p.hi, plane(first.hi, pair ? xb[b + 1].hi : nullptr, pair));
     const float d1 = pair ? xb[b + 1].d : 0.f, s1 = pair ? xb[b + 1].s : 0.f;
     _mm512_store_ps(p.d, _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(first.d), _mm512_set1_ps(d1)));
     _mm512_store_ps(p.s, _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(first.s / 8), _mm512_set1_ps(s1 / 8)));

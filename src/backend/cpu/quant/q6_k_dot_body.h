@@ -1,5 +1,5 @@
-// The Q6_K row dot against Q8_0 activations over 256-bit registers, shared by dot_k_avx2.cpp and
-// dot_k_avx512.cpp after k_quant_dot_body.h (its code_dots and horizontal_sum). The arithmetic is
+// The Q6_K row dot against Q8_0 activations over 256-bit registers, for dot_k_avx2.cpp after
+// k_quant_dot_body.h (its code_dots and horizontal_sum); AVX-512 has q6_k_tile_avx512.cpp. The arithmetic is
 // q6_k_dot.h's: per 32-element activation block the exact integer sum of both 16-element
 // sub-blocks times their scales, then one float multiply-add by d_w·d_x. The codes are unpacked in
 // registers, 32 at a time, as unsigned 0..63 (code_dots takes them as the unsigned operand), and

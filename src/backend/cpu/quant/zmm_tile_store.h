@@ -1,4 +1,4 @@
-// The end of an AVX-512 register tile (tile_avx512.cpp, q4_0_tile_avx512.cpp): each output's
+// The end of an AVX-512 register tile (tile_avx512.cpp, legacy_ and q4_1_tile_avx512.cpp): each output's
 // float lanes summed in one fixed order and stored, so an output's value does not depend on the
 // tile it was computed in.
 #pragma once

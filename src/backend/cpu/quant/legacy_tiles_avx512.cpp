@@ -1,0 +1,211 @@
+// Register tiles of Q4_0 and Q8_0 weight rows against Q8_0 activations for CPUs with AVX-512
+// VNNI, up to 4 weight rows by 4 activation rows. Decode reads every weight byte once per token,
+// so the instructions per weight block set its speed; everything that depends only on the
+// activations is done once per call, for all weight rows, in a re-laid copy of them (PreparedPair):
+//
+// - The weight codes go into vpdpbusd unsigned: Q4_0's nibbles as stored (code + 8), Q8_0's codes
+//   with the sign bit flipped (code + 128). The offset's share is an activation-only term,
+//   −offset·Σq per int32 lane, which starts the sum: the lane sums are exactly Σ code·q.
+// - The activation scales are widened from f16 once, in the lanes of their block.
+//
+// Per pair of weight blocks that leaves loading the codes (Q4_0: two broadcast loads, a shift and
+// a mask; Q8_0: two loads and a sign flip), a shuffle and a widening for the two f16 scales, and per
+// activation row one vpdpbusd and d_w·d_x·Σ in float. Each block's integer sum and its float
+// scaling are those of the scalar reference; only the order of the float additions differs.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "row_dots.h"
+#include "row_tiles.h"
+#include "star/quant/blocks.h"
+#include "zmm_tile_store.h"
+
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wuninitialized reports.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#define STAR_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+#define STAR_AVX512_INLINE __attribute__((always_inline, target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"))) inline
+
+namespace star::cpu::row_dots {
+namespace {
+
+using quant::BlockQ4_0;
+using quant::BlockQ8_0;
+using quant::kLegacyBlock;
+
+constexpr int kTileRows = 4;
+constexpr int kTileCols = 4;
+
+// Two activation blocks (the second all zero past an odd row's end) as the kernel reads them: int32
+// lanes 0-7 belong to the first block, 8-15 to the second.
+struct alignas(64) PreparedPair {
+  int8_t codes[64];
+  int32_t offsets[16];  // −Offset·Σ of the lane's 4 codes
+  float d[16];
+};
+
+template <int Offset>
+STAR_AVX512 void prepare_row(const std::byte* x, int64_t blocks, PreparedPair* out) {
+  const auto* xb = reinterpret_cast<const BlockQ8_0*>(x);
+  for (int64_t b = 0; b < blocks; b += 2) {
+    const bool pair = b + 1 < blocks;
+    const __m256i q0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[b].qs));
+    const __m256i q1 = pair ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[b + 1].qs)) : _mm256_setzero_si256();
+    const __m512i codes = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
+    // The offset bytes as vpdpbusd's unsigned operand (128 included).
+    const __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(static_cast<char>(Offset)), codes);
+    const float d1 = pair ? _cvtsh_ss(xb[b + 1].d) : 0.f;
+    PreparedPair& p = out[b / 2];
+    _mm512_store_si512(p.codes, codes);
+    _mm512_store_si512(p.offsets, _mm512_sub_epi32(_mm512_setzero_si512(), sums));
+    _mm512_store_ps(p.d, _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(_cvtsh_ss(xb[b].d)), _mm512_set1_ps(d1)));
+  }
+}
+
+struct Q4_0Codes {
+  using Block = BlockQ4_0;
+  static constexpr int kOffset = 8;
+
+  // Two weight blocks as 128-bit lanes [block 0 low nibbles, its high nibbles, block 1 low, high],
+  // element order within each block; without a second block its lanes are 0.
+  template <bool Pair>
+  STAR_AVX512_INLINE static __m512i codes(const BlockQ4_0* b) {
+    const __m128i* qs0 = reinterpret_cast<const __m128i*>(b[0].qs);
+    const __m512i packed = Pair ? _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(_mm_loadu_si128(qs0)), 0xff00,
+                                                               _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1].qs)))
+                                : _mm512_maskz_broadcast_i32x4(0x00ff, _mm_loadu_si128(qs0));
+    const __m512i shifts = _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0);
+    return _mm512_and_si512(_mm512_srlv_epi64(packed, shifts), _mm512_set1_epi8(0x0f));
+  }
+
+  // The two blocks' f16 scales as float lanes [d0 ×8, d1 ×8] (d1 = 0 without a second block). A
+  // pair of 18-byte blocks spans 36 bytes, so the 32 loaded here lie within it.
+  template <bool Pair>
+  STAR_AVX512_INLINE static __m512 scales(const BlockQ4_0* b) {
+    if constexpr (!Pair) return _mm512_maskz_mov_ps(0x00ff, _mm512_set1_ps(_cvtsh_ss(b[0].d)));
+    const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+    // Block 1's d sits at byte 18: bytes 2-3 of the upper 128-bit half.
+    const __m256i spread = _mm256_shuffle_epi8(
+        bytes, _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3));
+    return _mm512_cvtph_ps(spread);
+  }
+};
+
+struct Q8_0Codes {
+  using Block = BlockQ8_0;
+  static constexpr int kOffset = 128;
+
+  template <bool Pair>
+  STAR_AVX512_INLINE static __m512i codes(const BlockQ8_0* b) {
+    const __m256i first = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[0].qs));
+    const __m256i second = Pair ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[1].qs)) : _mm256_setzero_si256();
+    const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1);
+    // Without a second block its codes must read 0 as well: 128 after the flip, times the zero
+    // activations its offsets were made from.
+    return _mm512_xor_si512(both, _mm512_set1_epi8(static_cast<char>(0x80)));
+  }
+
+  template <bool Pair>
+  STAR_AVX512_INLINE static __m512 scales(const BlockQ8_0* b) {
+    if constexpr (!Pair) return _mm512_maskz_mov_ps(0x00ff, _mm512_set1_ps(_cvtsh_ss(b[0].d)));
+    // 16 bytes from each block's start: its d in bytes 0-1.
+    const __m256i both = _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 1)),
+                                          _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
+    const __m256i spread = _mm256_shuffle_epi8(
+        both, _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1));
+    return _mm512_cvtph_ps(spread);
+  }
+};
+
+template <class Codes, int MR, int NR, bool Pair>
+STAR_AVX512_INLINE void step(const typename Codes::Block* w, size_t w_row_blocks, const PreparedPair* x,
+                             size_t x_row_pairs, __m512 (&acc)[MR][NR]) {
+  __m512i wq[MR];
+  __m512 dw[MR];
+  for (int r = 0; r < MR; ++r) {
+    wq[r] = Codes::template codes<Pair>(w + r * w_row_blocks);
+    dw[r] = Codes::template scales<Pair>(w + r * w_row_blocks);
+  }
+  for (int i = 0; i < NR; ++i) {
+    const PreparedPair& a = x[i * x_row_pairs];
+    const __m512i offsets = _mm512_load_si512(a.offsets);
+    const __m512i codes = _mm512_load_si512(a.codes);
+    const __m512 dx = _mm512_load_ps(a.d);
+    for (int r = 0; r < MR; ++r) {
+      const __m512i sums = _mm512_dpbusd_epi32(offsets, wq[r], codes);
+      acc[r][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(dw[r], dx), acc[r][i]);
+    }
+  }
+}
+
+// MR weight rows by NR prepared activation rows (x_row_bytes apart, whole PreparedPairs).
+template <class Codes, int MR, int NR>
+STAR_AVX512 void tile(const std::byte* w, size_t w_row_bytes, const std::byte* x, size_t x_row_bytes, int64_t blocks,
+                      float* y, int64_t ldy, bool accumulate) {
+  using Block = typename Codes::Block;
+  // Whole rows of blocks (quantized rows are; blocks are 2-byte aligned in the file).
+  const auto* blocks_of = reinterpret_cast<const Block*>(w);
+  const size_t row_blocks = w_row_bytes / sizeof(Block);
+  const auto* prepared = reinterpret_cast<const PreparedPair*>(x);
+  const size_t row_pairs = x_row_bytes / sizeof(PreparedPair);
+  __m512 acc[MR][NR];
+  for (auto& row : acc) std::fill(std::begin(row), std::end(row), _mm512_setzero_ps());
+  int64_t b = 0;
+  for (; b + 2 <= blocks; b += 2, blocks_of += 2, ++prepared) {
+    step<Codes, MR, NR, true>(blocks_of, row_blocks, prepared, row_pairs, acc);
+  }
+  if (b < blocks) step<Codes, MR, NR, false>(blocks_of, row_blocks, prepared, row_pairs, acc);
+  store(acc, y, ldy, accumulate);
+}
+
+// Distinct names per weight type: see row_tiles.h on tile tables and anonymous namespaces.
+template <int MR, int NR>
+struct Q4_0Tile {
+  static constexpr TileFn fn = tile<Q4_0Codes, MR, NR>;
+};
+template <int MR, int NR>
+struct Q8_0Tile {
+  static constexpr TileFn fn = tile<Q8_0Codes, MR, NR>;
+};
+
+template <class Codes, template <int, int> class Tile>
+void run(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes, int64_t n, int64_t k,
+         float* y, int64_t ldy, bool accumulate) {
+  const int64_t blocks = k / kLegacyBlock, pairs = (blocks + 1) / 2;
+  // Per thread and reused: the OpenMP workers call this for every chunk of weight rows.
+  thread_local std::vector<PreparedPair> prepared;
+  prepared.resize(static_cast<size_t>(n * pairs));
+  for (int64_t i = 0; i < n; ++i) prepare_row<Codes::kOffset>(x + i * x_row_bytes, blocks, prepared.data() + i * pairs);
+  run_tiles<kTileRows, kTileCols, Tile>(w, w_row_bytes, m, reinterpret_cast<const std::byte*>(prepared.data()),
+                                        static_cast<size_t>(pairs) * sizeof(PreparedPair), n, k, y, ldy, accumulate);
+}
+
+}  // namespace
+
+void q4_0_q8_0_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
+                           int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
+  run<Q4_0Codes, Q4_0Tile>(w, w_row_bytes, m, x, x_row_bytes, n, k, y, ldy, accumulate);
+}
+
+void q8_0_q8_0_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
+                           int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
+  run<Q8_0Codes, Q8_0Tile>(w, w_row_bytes, m, x, x_row_bytes, n, k, y, ldy, accumulate);
+}
+
+float q4_0_q8_0_avx512(const std::byte* w, const std::byte* x, int64_t k) {
+  float y;
+  q4_0_q8_0_tile_avx512(w, 0, 1, x, 0, 1, k, &y, 0, false);
+  return y;
+}
+
+float q8_0_q8_0_avx512(const std::byte* w, const std::byte* x, int64_t k) {
+  float y;
+  q8_0_q8_0_tile_avx512(w, 0, 1, x, 0, 1, k, &y, 0, false);
+  return y;
+}
+
+}  // namespace star::cpu::row_dots
