@@ -1,6 +1,7 @@
 // Row dots for CPUs with AVX-512 VNNI: F16 rows widened and fused-multiply-added, BF16 rows with
-// vdpbf16ps (where the CPU also has AVX512-BF16). Q4_0 and Q8_0 are the 1x1 case of their register
-// tiles (tile_avx512.cpp), Q6_K and the K-quants are in dot_k_avx512.cpp.
+// vdpbf16ps (where the CPU also has AVX512-BF16; else bf16_tile_avx512.cpp). Q4_0, Q8_0, Q4_K and
+// Q6_K are the 1x1 case of their register tiles (legacy_, q4_k_ and q6_k_tile_avx512.cpp), Q5_K is
+// in dot_k_avx512.cpp.
 // Compiled with a target attribute, not the build's flags: best_isa() picks it at run time.
 #include <immintrin.h>
 

@@ -154,8 +154,12 @@ bool has_bf16_products() { return cpu_has_avx512_bf16() && best_isa() == Isa::kA
 
 const DotKernel* find_dot_kernel(DType weight_type, Isa isa) {
   // The AVX-512 BF16 kernel multiplies with vdpbf16ps; AVX-512 VNNI CPUs without it (some cloud
-  // Xeons) take the AVX2 one, which widens the bf16 pairs to float32.
-  if (weight_type == DType::kBF16 && isa == Isa::kAvx512 && !cpu_has_avx512_bf16()) isa = Isa::kAvx2;
+  // Xeons) widen the bf16 weights to float32 in registers, in a register tile.
+  static const DotKernel kWidenedBf16{ActivationType::kBF16, row_dots::bf16_bf16_widen_avx512,
+                                      row_dots::bf16_bf16_tile_avx512};
+  if (weight_type == DType::kBF16 && isa == Isa::kAvx512 && !cpu_has_avx512_bf16()) {
+    return detected_isa() == Isa::kAvx512 ? &kWidenedBf16 : nullptr;
+  }
   return find_in(kKernels, weight_type, isa);
 }
 

@@ -71,6 +71,11 @@ void q6_k_q8_0_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, co
 void q4_k_q8_0_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
                            int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate);
 
+// BF16 against BF16 activations for AVX-512 CPUs without AVX512-BF16 (bf16_tile_avx512.cpp).
+float bf16_bf16_widen_avx512(const std::byte* w, const std::byte* x, int64_t k);
+void bf16_bf16_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
+                           int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate);
+
 // Against Q16 activations: Q4_1 (q4_1_tile_avx512.cpp), Q6_K and Q8_0 (q16_output_tiles_avx512.cpp).
 float q4_1_q16_avx512(const std::byte* w, const std::byte* x, int64_t k);
 float q6_k_q16_avx512(const std::byte* w, const std::byte* x, int64_t k);
