@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "row_dots.h"
+#include "row_tiles.h"
 #include "zmm_tile_store.h"
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wuninitialized reports.
@@ -97,9 +98,7 @@ void bf16_bf16_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, co
 }
 
 float bf16_bf16_widen_avx512(const std::byte* w, const std::byte* x, int64_t k) {
-  float y;
-  bf16_bf16_tile_avx512(w, 0, 1, x, 0, 1, k, &y, 0, false);
-  return y;
+  return one_row_dot<bf16_bf16_tile_avx512>(w, x, k);
 }
 
 }  // namespace star::cpu::row_dots

@@ -49,8 +49,9 @@ struct alignas(64) PreparedPair {
 };
 
 template <int Offset>
-STAR_AVX512 void prepare_row(const std::byte* x, int64_t blocks, PreparedPair* out) {
+STAR_AVX512 void prepare_row(const std::byte* x, int64_t k, PreparedPair* out) {
   const auto* xb = reinterpret_cast<const BlockQ8_0*>(x);
+  const int64_t blocks = k / kLegacyBlock;
   for (int64_t b = 0; b < blocks; b += 2) {
     const bool pair = b + 1 < blocks;
     const __m256i q0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[b].qs));
@@ -175,13 +176,9 @@ struct Q8_0Tile {
 template <class Codes, template <int, int> class Tile>
 void run(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes, int64_t n, int64_t k,
          float* y, int64_t ldy, bool accumulate) {
-  const int64_t blocks = k / kLegacyBlock, pairs = (blocks + 1) / 2;
-  // Per thread and reused: the OpenMP workers call this for every chunk of weight rows.
-  thread_local std::vector<PreparedPair> prepared;
-  prepared.resize(static_cast<size_t>(n * pairs));
-  for (int64_t i = 0; i < n; ++i) prepare_row<Codes::kOffset>(x + i * x_row_bytes, blocks, prepared.data() + i * pairs);
-  run_tiles<kTileRows, kTileCols, Tile>(w, w_row_bytes, m, reinterpret_cast<const std::byte*>(prepared.data()),
-                                        static_cast<size_t>(pairs) * sizeof(PreparedPair), n, k, y, ldy, accumulate);
+  thread_local std::vector<PreparedPair> prepared;  // per OpenMP worker, reused across calls
+  run_prepared_tiles<kTileRows, kTileCols, Tile>(prepared, prepare_row<Codes::kOffset>, (k / kLegacyBlock + 1) / 2, w,
+                                                 w_row_bytes, m, x, x_row_bytes, n, k, y, ldy, accumulate);
 }
 
 }  // namespace
@@ -197,15 +194,11 @@ void q8_0_q8_0_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, co
 }
 
 float q4_0_q8_0_avx512(const std::byte* w, const std::byte* x, int64_t k) {
-  float y;
-  q4_0_q8_0_tile_avx512(w, 0, 1, x, 0, 1, k, &y, 0, false);
-  return y;
+  return one_row_dot<q4_0_q8_0_tile_avx512>(w, x, k);
 }
 
 float q8_0_q8_0_avx512(const std::byte* w, const std::byte* x, int64_t k) {
-  float y;
-  q8_0_q8_0_tile_avx512(w, 0, 1, x, 0, 1, k, &y, 0, false);
-  return y;
+  return one_row_dot<q8_0_q8_0_tile_avx512>(w, x, k);
 }
 
 }  // namespace star::cpu::row_dots

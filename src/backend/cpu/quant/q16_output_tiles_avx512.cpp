@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "q16_block.h"
+#include "q6_k_zmm.h"
 #include "row_dots.h"
 #include "row_tiles.h"
 #include "star/quant/blocks.h"
@@ -56,8 +57,9 @@ STAR_AVX512_INLINE __m512i plane(const void* first, const void* second, bool pai
 
 // Quarters of 64 activations from Q16 blocks; past an odd row's end the second block is zero.
 template <int Offset>
-STAR_AVX512 void prepare_row(const std::byte* x, int64_t blocks, PreparedQuarter* out) {
+STAR_AVX512 void prepare_row(const std::byte* x, int64_t k, PreparedQuarter* out) {
   const auto* xb = reinterpret_cast<const BlockQ16*>(x);
+  const int64_t blocks = k / kLegacyBlock;
   const __m512i offset = _mm512_set1_epi8(static_cast<char>(Offset));
   for (int64_t b = 0; b < blocks; b += 2) {
     const BlockQ16& first = xb[b];
@@ -100,35 +102,19 @@ STAR_AVX512 void q6_k_tile(const std::byte* w, size_t, const std::byte* x, size_
   const auto* wb = reinterpret_cast<const BlockQ6_K*>(w);
   const auto* prepared = reinterpret_cast<const PreparedQuarter*>(x);
   const size_t row_stride = x_row_bytes / sizeof(PreparedQuarter);
-  const __m512i low_nibbles = _mm512_set1_epi8(0x0F), high_bits = _mm512_set1_epi8(0x30);
-  // As q6_k_tile_avx512.cpp: qh's bits 0-1 / 4-5 for the first 32 codes of 64, 2-3 / 6-7 for the next.
-  const __m512i low_shift = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
-  const __m512i high_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
-  const __m512i sub_block_lanes[4] = {
-      _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
-      _mm512_set_epi32(7, 7, 7, 7, 6, 6, 6, 6, 5, 5, 5, 5, 4, 4, 4, 4),
-      _mm512_set_epi32(11, 11, 11, 11, 10, 10, 10, 10, 9, 9, 9, 9, 8, 8, 8, 8),
-      _mm512_set_epi32(15, 15, 15, 15, 14, 14, 14, 14, 13, 13, 13, 13, 12, 12, 12, 12)};
+  __m512i lane_sub_blocks[4];
+  for (int q = 0; q < 4; ++q) lane_sub_blocks[q] = q6_k_lane_sub_blocks(q);
   __m512 acc[NR];
   for (int i = 0; i < NR; ++i) acc[i] = _mm512_setzero_ps();
   for (int64_t sb = 0; sb < blocks / (kSuperBlock / kLegacyBlock); ++sb) {
     const BlockQ6_K& block = wb[sb];
-    const __m512 scales = _mm512_mul_ps(
-        _mm512_set1_ps(_cvtsh_ss(block.d)),
-        _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block.scales)))));
+    const __m512 scales = q6_k_scales(block);
     __m512i codes[4];
-    for (int half = 0; half < 2; ++half) {
-      const __m512i ql = _mm512_loadu_si512(block.ql + 64 * half);
-      const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qh + 32 * half)));
-      codes[2 * half] = _mm512_or_si512(_mm512_and_si512(ql, low_nibbles),
-                                        _mm512_and_si512(_mm512_sllv_epi16(qh, low_shift), high_bits));
-      codes[2 * half + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low_nibbles),
-                                            _mm512_and_si512(_mm512_srlv_epi16(qh, high_shift), high_bits));
-    }
+    q6_k_unsigned_codes(block, codes);
     for (int i = 0; i < NR; ++i) {
       const PreparedQuarter* a = prepared + i * row_stride + 4 * sb;
       for (int q = 0; q < 4; ++q) {
-        const __m512 scale = _mm512_mul_ps(_mm512_permutexvar_ps(sub_block_lanes[q], scales), _mm512_load_ps(a[q].d));
+        const __m512 scale = _mm512_mul_ps(_mm512_permutexvar_ps(lane_sub_blocks[q], scales), _mm512_load_ps(a[q].d));
         acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q16_sums(codes[q], a[q])), scale, acc[i]);
       }
     }
@@ -193,40 +179,28 @@ struct Q8_0Tile {
   static constexpr TileFn fn = q8_0_tile<MR, NR>;
 };
 
-template <int Offset, template <int, int> class Tile>
-void run(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes, int64_t n, int64_t k,
-         float* y, int64_t ldy, bool accumulate) {
-  const int64_t blocks = k / kLegacyBlock, quarters = (blocks + 1) / 2;
-  // Per thread and reused: the OpenMP workers call this for every chunk of weight rows.
-  thread_local std::vector<PreparedQuarter> prepared;
-  prepared.resize(static_cast<size_t>(n * quarters));
-  for (int64_t i = 0; i < n; ++i) prepare_row<Offset>(x + i * x_row_bytes, blocks, prepared.data() + i * quarters);
-  run_tiles<1, kTileCols, Tile>(w, w_row_bytes, m, reinterpret_cast<const std::byte*>(prepared.data()),
-                                static_cast<size_t>(quarters) * sizeof(PreparedQuarter), n, k, y, ldy, accumulate);
-}
-
 }  // namespace
 
 void q6_k_q16_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
                           int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
-  run<32, Q6_KTile>(w, w_row_bytes, m, x, x_row_bytes, n, k, y, ldy, accumulate);
+  thread_local std::vector<PreparedQuarter> prepared;  // per OpenMP worker, reused across calls
+  run_prepared_tiles<1, kTileCols, Q6_KTile>(prepared, prepare_row<32>, (k / kLegacyBlock + 1) / 2, w, w_row_bytes, m, x,
+                                             x_row_bytes, n, k, y, ldy, accumulate);
 }
 
 void q8_0_q16_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
                           int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
-  run<128, Q8_0Tile>(w, w_row_bytes, m, x, x_row_bytes, n, k, y, ldy, accumulate);
+  thread_local std::vector<PreparedQuarter> prepared;  // per OpenMP worker, reused across calls
+  run_prepared_tiles<1, kTileCols, Q8_0Tile>(prepared, prepare_row<128>, (k / kLegacyBlock + 1) / 2, w, w_row_bytes, m, x,
+                                             x_row_bytes, n, k, y, ldy, accumulate);
 }
 
 float q6_k_q16_avx512(const std::byte* w, const std::byte* x, int64_t k) {
-  float y;
-  q6_k_q16_tile_avx512(w, 0, 1, x, 0, 1, k, &y, 0, false);
-  return y;
+  return one_row_dot<q6_k_q16_tile_avx512>(w, x, k);
 }
 
 float q8_0_q16_avx512(const std::byte* w, const std::byte* x, int64_t k) {
-  float y;
-  q8_0_q16_tile_avx512(w, 0, 1, x, 0, 1, k, &y, 0, false);
-  return y;
+  return one_row_dot<q8_0_q16_tile_avx512>(w, x, k);
 }
 
 }  // namespace star::cpu::row_dots

@@ -50,8 +50,9 @@ STAR_AVX512_INLINE __m512i plane(const void* first, const void* second, bool pai
   return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
 }
 
-STAR_AVX512 void prepare_row(const std::byte* x, int64_t blocks, PreparedPair* out) {
+STAR_AVX512 void prepare_row(const std::byte* x, int64_t k, PreparedPair* out) {
   const auto* xb = reinterpret_cast<const BlockQ16*>(x);
+  const int64_t blocks = k / kLegacyBlock;
   for (int64_t b = 0; b < blocks; b += 2) {
     const BlockQ16& first = xb[b];
     const bool pair = b + 1 < blocks;
@@ -138,19 +139,13 @@ struct Tile {
 
 void q4_1_q16_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
                           int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
-  const int64_t blocks = k / kLegacyBlock, pairs = (blocks + 1) / 2;
-  // Per thread and reused: the OpenMP workers call this for every chunk of weight rows.
-  thread_local std::vector<PreparedPair> prepared;
-  prepared.resize(static_cast<size_t>(n * pairs));
-  for (int64_t i = 0; i < n; ++i) prepare_row(x + i * x_row_bytes, blocks, prepared.data() + i * pairs);
-  run_tiles<kTileRows, kTileCols, Tile>(w, w_row_bytes, m, reinterpret_cast<const std::byte*>(prepared.data()),
-                                        static_cast<size_t>(pairs) * sizeof(PreparedPair), n, k, y, ldy, accumulate);
+  thread_local std::vector<PreparedPair> prepared;  // per OpenMP worker, reused across calls
+  run_prepared_tiles<kTileRows, kTileCols, Tile>(prepared, prepare_row, (k / kLegacyBlock + 1) / 2, w, w_row_bytes, m, x,
+                                                 x_row_bytes, n, k, y, ldy, accumulate);
 }
 
 float q4_1_q16_avx512(const std::byte* w, const std::byte* x, int64_t k) {
-  float y;
-  q4_1_q16_tile_avx512(w, 0, 1, x, 0, 1, k, &y, 0, false);
-  return y;
+  return one_row_dot<q4_1_q16_tile_avx512>(w, x, k);
 }
 
 }  // namespace star::cpu::row_dots

@@ -41,8 +41,9 @@ struct alignas(64) PreparedSuperBlock {
   float sums[kSubBlocks];  // d_a·Σa
 };
 
-STAR_AVX512 void prepare_row(const std::byte* x, int64_t super_blocks, PreparedSuperBlock* out) {
+STAR_AVX512 void prepare_row(const std::byte* x, int64_t k, PreparedSuperBlock* out) {
   const auto* xb = reinterpret_cast<const BlockQ8_0*>(x);
+  const int64_t super_blocks = k / kSuperBlock;
   for (int64_t sb = 0; sb < super_blocks; ++sb) {
     PreparedSuperBlock& p = out[sb];
     for (int s = 0; s < kSubBlocks; ++s) {
@@ -129,19 +130,13 @@ struct Tile {
 
 void q4_k_q8_0_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
                            int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
-  const int64_t super_blocks = k / kSuperBlock;
-  // Per thread and reused: the OpenMP workers call this for every chunk of weight rows.
-  thread_local std::vector<PreparedSuperBlock> prepared;
-  prepared.resize(static_cast<size_t>(n * super_blocks));
-  for (int64_t i = 0; i < n; ++i) prepare_row(x + i * x_row_bytes, super_blocks, prepared.data() + i * super_blocks);
-  run_tiles<1, kTileCols, Tile>(w, w_row_bytes, m, reinterpret_cast<const std::byte*>(prepared.data()),
-                                static_cast<size_t>(super_blocks) * sizeof(PreparedSuperBlock), n, k, y, ldy, accumulate);
+  thread_local std::vector<PreparedSuperBlock> prepared;  // per OpenMP worker, reused across calls
+  run_prepared_tiles<1, kTileCols, Tile>(prepared, prepare_row, k / kSuperBlock, w, w_row_bytes, m, x, x_row_bytes, n, k,
+                                         y, ldy, accumulate);
 }
 
 float q4_k_q8_0_avx512(const std::byte* w, const std::byte* x, int64_t k) {
-  float y;
-  q4_k_q8_0_tile_avx512(w, 0, 1, x, 0, 1, k, &y, 0, false);
-  return y;
+  return one_row_dot<q4_k_q8_0_tile_avx512>(w, x, k);
 }
 
 }  // namespace star::cpu::row_dots

@@ -8,6 +8,7 @@
 
 #include "legacy_block_simd.h"
 #include "q6_k_codes.h"
+#include "q6_k_zmm.h"
 #include "row_dots.h"
 #include "star/model/dtype.h"
 #include "star/quant/blocks.h"
@@ -79,50 +80,35 @@ STAR_AVX2 float q6_k_f32_avx2(const std::byte* w, const std::byte* x, int64_t k)
   return horizontal_sum_8(_mm256_add_ps(acc0, acc1));
 }
 
-// The codes are unpacked in registers, 64 at a time (q6_k_dot_body.h's bit layout), and stored
-// once to an aligned local array: each 16-element sub-block is then widened from memory, which
-// costs the shuffle port one instruction instead of an extract and a widening. The scales d·scale
-// are formed once per block and broadcast from memory. The auto-vectorized unpack of
-// unpack_q6_k_codes streamed ~3.5 GB/s on one thread.
+// The codes are unpacked in registers (q6_k_zmm.h) and each 16-element sub-block widened from
+// there; the scales d·scale are formed once per block and broadcast from memory. The
+// auto-vectorized unpack of unpack_q6_k_codes streamed ~3.5 GB/s on one thread.
 STAR_AVX512 float q6_k_f32_avx512(const std::byte* w, const std::byte* x, int64_t k) {
   const auto* wb = reinterpret_cast<const BlockQ6_K*>(w);
   const auto* xf = reinterpret_cast<const float*>(x);
-  const __m512i low_nibbles = _mm512_set1_epi8(0x0F), high_bits = _mm512_set1_epi8(0x30);
   const __m512i offset = _mm512_set1_epi8(32);
-  // Per 16-bit element of the broadcast qh: elements 0-31 of a half take qh's bits 0-1 and 4-5,
-  // elements 32-63 its bits 2-3 and 6-7, each moved to bits 4-5 of the code.
-  const __m512i low_shift = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
-  const __m512i high_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
   alignas(64) float scale[kSubBlocks];
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
   for (int64_t b = 0; b < k / kSuperBlock; ++b) {
     const BlockQ6_K& block = wb[b];
-    const __m512i scales = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block.scales)));
-    _mm512_store_ps(scale, _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(block.d)), _mm512_cvtepi32_ps(scales)));
+    _mm512_store_ps(scale, q6_k_scales(block));
     // Without this GCC forwards the stored vector and broadcasts each scale with three
     // shuffle-port instructions instead of one load.
     asm volatile("" ::: "memory");
+    __m512i codes[4];
+    q6_k_unsigned_codes(block, codes);
     const float* xb = xf + b * kSuperBlock;
-    for (int half = 0; half < 2; ++half) {
-      const __m512i ql = _mm512_loadu_si512(block.ql + 64 * half);
-      const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qh + 32 * half)));
-      // 16-bit shifts by at most 4 keep the bits each mask keeps within their own byte.
-      const __m512i low = _mm512_or_si512(_mm512_and_si512(ql, low_nibbles),
-                                          _mm512_and_si512(_mm512_sllv_epi16(qh, low_shift), high_bits));
-      const __m512i high = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low_nibbles),
-                                           _mm512_and_si512(_mm512_srlv_epi16(qh, high_shift), high_bits));
-      const __m512i codes[2] = {_mm512_sub_epi8(low, offset), _mm512_sub_epi8(high, offset)};
-      for (int part = 0; part < 2; ++part) {
-        const int g = 8 * half + 4 * part;
-        const float* xg = xb + 16 * g;
-        acc0 = _mm512_fmadd_ps(_mm512_set1_ps(scale[g]), widened_product(_mm512_castsi512_si128(codes[part]), xg), acc0);
-        acc1 = _mm512_fmadd_ps(_mm512_set1_ps(scale[g + 1]),
-                               widened_product(_mm512_extracti32x4_epi32(codes[part], 1), xg + 16), acc1);
-        acc0 = _mm512_fmadd_ps(_mm512_set1_ps(scale[g + 2]),
-                               widened_product(_mm512_extracti32x4_epi32(codes[part], 2), xg + 32), acc0);
-        acc1 = _mm512_fmadd_ps(_mm512_set1_ps(scale[g + 3]),
-                               widened_product(_mm512_extracti32x4_epi32(codes[part], 3), xg + 48), acc1);
-      }
+    for (int quarter = 0; quarter < 4; ++quarter) {
+      const __m512i signed_codes = _mm512_sub_epi8(codes[quarter], offset);
+      const int g = 4 * quarter;
+      const float* xg = xb + 16 * g;
+      acc0 = _mm512_fmadd_ps(_mm512_set1_ps(scale[g]), widened_product(_mm512_castsi512_si128(signed_codes), xg), acc0);
+      acc1 = _mm512_fmadd_ps(_mm512_set1_ps(scale[g + 1]),
+                             widened_product(_mm512_extracti32x4_epi32(signed_codes, 1), xg + 16), acc1);
+      acc0 = _mm512_fmadd_ps(_mm512_set1_ps(scale[g + 2]),
+                             widened_product(_mm512_extracti32x4_epi32(signed_codes, 2), xg + 32), acc0);
+      acc1 = _mm512_fmadd_ps(_mm512_set1_ps(scale[g + 3]),
+                             widened_product(_mm512_extracti32x4_epi32(signed_codes, 3), xg + 48), acc1);
     }
   }
   return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));

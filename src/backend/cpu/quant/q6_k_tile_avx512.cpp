@@ -2,8 +2,8 @@
 // activation rows. The activations are re-laid once per call (PreparedSuperBlock): codes aligned,
 // −32·Σa per int32 lane (the codes go into vpdpbusd unsigned, 0..63, and the lane sums start from
 // that, so they are exactly Σ (u − 32)·a), and d_a widened in the lanes of its block. Per weight
-// super-block the 256 codes are unpacked in registers (q6_k_f32_dot.cpp's bit layout) and the 16
-// scales widened once, d·scale; per 64 codes and activation row then one vpdpbusd, and the
+// super-block the 256 codes are unpacked in registers (q6_k_zmm.h) and the 16 scales widened
+// once, d·scale; per 64 codes and activation row then one vpdpbusd, and the
 // int32 lanes (4 products each, within one 16-element sub-block) times d·scale·d_a in float. The
 // scalar reference (q6_k_dot.h) sums each 32-element block exactly in integers first, so only
 // the float rounding differs.
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "row_dots.h"
+#include "q6_k_zmm.h"
 #include "row_tiles.h"
 #include "star/quant/blocks.h"
 
@@ -39,8 +40,9 @@ struct alignas(64) PreparedSuperBlock {
   float d[4][16];          // lanes 0-7 the quarter's first block's d_a, 8-15 its second's
 };
 
-STAR_AVX512 void prepare_row(const std::byte* x, int64_t super_blocks, PreparedSuperBlock* out) {
+STAR_AVX512 void prepare_row(const std::byte* x, int64_t k, PreparedSuperBlock* out) {
   const auto* xb = reinterpret_cast<const BlockQ8_0*>(x);
+  const int64_t super_blocks = k / kSuperBlock;
   for (int64_t sb = 0; sb < super_blocks; ++sb) {
     PreparedSuperBlock& p = out[sb];
     for (int quarter = 0; quarter < 4; ++quarter) {
@@ -66,36 +68,17 @@ STAR_AVX512 void tile(const std::byte* w, size_t, const std::byte* x, size_t x_r
   const auto* wb = reinterpret_cast<const BlockQ6_K*>(w);
   const auto* prepared = reinterpret_cast<const PreparedSuperBlock*>(x);
   const size_t row_stride = x_row_bytes / sizeof(PreparedSuperBlock);
-  const __m512i low_nibbles = _mm512_set1_epi8(0x0F), high_bits = _mm512_set1_epi8(0x30);
-  // Per 16-bit element of the broadcast qh: the first 32 codes of a 64 take qh's bits 0-1 (and
-  // 4-5), the next 32 its bits 2-3 (and 6-7), each moved to bits 4-5 of the code.
-  const __m512i low_shift = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
-  const __m512i high_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
-  // Lane L of quarter q holds 4 products of sub-block 4q + L/4.
-  const __m512i sub_block_lanes[4] = {
-      _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
-      _mm512_set_epi32(7, 7, 7, 7, 6, 6, 6, 6, 5, 5, 5, 5, 4, 4, 4, 4),
-      _mm512_set_epi32(11, 11, 11, 11, 10, 10, 10, 10, 9, 9, 9, 9, 8, 8, 8, 8),
-      _mm512_set_epi32(15, 15, 15, 15, 14, 14, 14, 14, 13, 13, 13, 13, 12, 12, 12, 12)};
+  __m512i lane_sub_blocks[4];
+  for (int q = 0; q < 4; ++q) lane_sub_blocks[q] = q6_k_lane_sub_blocks(q);
   __m512 acc[NR];
   for (int i = 0; i < NR; ++i) acc[i] = _mm512_setzero_ps();
   for (int64_t sb = 0; sb < blocks / (kSuperBlock / kLegacyBlock); ++sb) {
     const BlockQ6_K& block = wb[sb];
-    const __m512 scales = _mm512_mul_ps(
-        _mm512_set1_ps(_cvtsh_ss(block.d)),
-        _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block.scales)))));
+    const __m512 scales = q6_k_scales(block);
     __m512i codes[4];
-    for (int half = 0; half < 2; ++half) {
-      const __m512i ql = _mm512_loadu_si512(block.ql + 64 * half);
-      const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qh + 32 * half)));
-      // 16-bit shifts by at most 4 keep the bits each mask keeps within their own byte.
-      codes[2 * half] = _mm512_or_si512(_mm512_and_si512(ql, low_nibbles),
-                                        _mm512_and_si512(_mm512_sllv_epi16(qh, low_shift), high_bits));
-      codes[2 * half + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low_nibbles),
-                                            _mm512_and_si512(_mm512_srlv_epi16(qh, high_shift), high_bits));
-    }
+    q6_k_unsigned_codes(block, codes);
     __m512 quarter_scales[4];
-    for (int q = 0; q < 4; ++q) quarter_scales[q] = _mm512_permutexvar_ps(sub_block_lanes[q], scales);
+    for (int q = 0; q < 4; ++q) quarter_scales[q] = _mm512_permutexvar_ps(lane_sub_blocks[q], scales);
     for (int i = 0; i < NR; ++i) {
       const PreparedSuperBlock& a = prepared[i * row_stride + sb];
       for (int q = 0; q < 4; ++q) {
@@ -122,19 +105,13 @@ struct Tile {
 
 void q6_k_q8_0_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
                            int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
-  const int64_t super_blocks = k / kSuperBlock;
-  // Per thread and reused: the OpenMP workers call this for every chunk of weight rows.
-  thread_local std::vector<PreparedSuperBlock> prepared;
-  prepared.resize(static_cast<size_t>(n * super_blocks));
-  for (int64_t i = 0; i < n; ++i) prepare_row(x + i * x_row_bytes, super_blocks, prepared.data() + i * super_blocks);
-  run_tiles<1, kTileCols, Tile>(w, w_row_bytes, m, reinterpret_cast<const std::byte*>(prepared.data()),
-                                static_cast<size_t>(super_blocks) * sizeof(PreparedSuperBlock), n, k, y, ldy, accumulate);
+  thread_local std::vector<PreparedSuperBlock> prepared;  // per OpenMP worker, reused across calls
+  run_prepared_tiles<1, kTileCols, Tile>(prepared, prepare_row, k / kSuperBlock, w, w_row_bytes, m, x, x_row_bytes, n, k,
+                                         y, ldy, accumulate);
 }
 
 float q6_k_q8_0_avx512(const std::byte* w, const std::byte* x, int64_t k) {
-  float y;
-  q6_k_q8_0_tile_avx512(w, 0, 1, x, 0, 1, k, &y, 0, false);
-  return y;
+  return one_row_dot<q6_k_q8_0_tile_avx512>(w, x, k);
 }
 
 }  // namespace star::cpu::row_dots

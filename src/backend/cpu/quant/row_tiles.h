@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "star/quant/blocks.h"
 
@@ -41,6 +42,28 @@ void run_tiles(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byt
                                                                    x_row_bytes, blocks, y + i * ldy + r, ldy, accumulate);
     }
   }
+}
+
+// run_tiles over activation rows re-laid once per call: `prepare` turns one activation row into
+// `units` Prepared values (prepare's own unit: a block pair, a super-block), in `scratch`, which
+// the caller keeps per thread (thread_local in a plain function: a static of this template would be
+// one object for every file whose Prepared type has the same name, see above).
+template <int MaxRows, int MaxCols, template <int, int> class Tile, class Prepared>
+void run_prepared_tiles(std::vector<Prepared>& scratch, void (*prepare)(const std::byte* x, int64_t k, Prepared* out),
+                        int64_t units, const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x,
+                        size_t x_row_bytes, int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
+  scratch.resize(static_cast<size_t>(n * units));
+  for (int64_t i = 0; i < n; ++i) prepare(x + i * x_row_bytes, k, scratch.data() + i * units);
+  run_tiles<MaxRows, MaxCols, Tile>(w, w_row_bytes, m, reinterpret_cast<const std::byte*>(scratch.data()),
+                                    static_cast<size_t>(units) * sizeof(Prepared), n, k, y, ldy, accumulate);
+}
+
+// The one-row dot of a kernel whose RowTile is `tile`: its 1x1 case.
+template <void (*tile)(const std::byte*, size_t, int64_t, const std::byte*, size_t, int64_t, int64_t, float*, int64_t, bool)>
+float one_row_dot(const std::byte* w, const std::byte* x, int64_t k) {
+  float y;
+  tile(w, 0, 1, x, 0, 1, k, &y, 0, false);
+  return y;
 }
 
 }  // namespace star::cpu::row_dots
