@@ -19,6 +19,7 @@
 #include "q6_k_zmm.h"
 #include "row_dots.h"
 #include "row_tiles.h"
+#include "zmm_tile_store.h"
 #include "star/quant/blocks.h"
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wuninitialized reports.
@@ -87,39 +88,21 @@ STAR_AVX512_INLINE __m512i q16_sums(__m512i codes, const PreparedQuarter& a) {
   return _mm512_dpbusd_epi32(start, _mm512_load_si512(a.lo), codes);
 }
 
-STAR_AVX512_INLINE void store_sums(const __m512* acc, int nr, float* y, int64_t ldy, bool accumulate) {
-  for (int i = 0; i < nr; ++i) {
-    const float v = _mm512_reduce_add_ps(acc[i]);
-    float& out = y[i * ldy];
-    out = accumulate ? out + v : v;
-  }
-}
+struct Q16Activations {
+  using Unit = PreparedQuarter;
+  static constexpr int kUnitsPerBlock = 4;
+  STAR_AVX512_INLINE static __m512i sums(__m512i codes, const PreparedQuarter* a, int q) { return q16_sums(codes, a[q]); }
+  STAR_AVX512_INLINE static __m512 scales(const PreparedQuarter* a, int q) { return _mm512_load_ps(a[q].d); }
+};
 
 template <int MR, int NR>
 STAR_AVX512 void q6_k_tile(const std::byte* w, size_t, const std::byte* x, size_t x_row_bytes, int64_t blocks, float* y,
                            int64_t ldy, bool accumulate) {
   static_assert(MR == 1);
-  const auto* wb = reinterpret_cast<const BlockQ6_K*>(w);
-  const auto* prepared = reinterpret_cast<const PreparedQuarter*>(x);
-  const size_t row_stride = x_row_bytes / sizeof(PreparedQuarter);
-  __m512i lane_sub_blocks[4];
-  for (int q = 0; q < 4; ++q) lane_sub_blocks[q] = q6_k_lane_sub_blocks(q);
   __m512 acc[NR];
-  for (int i = 0; i < NR; ++i) acc[i] = _mm512_setzero_ps();
-  for (int64_t sb = 0; sb < blocks / (kSuperBlock / kLegacyBlock); ++sb) {
-    const BlockQ6_K& block = wb[sb];
-    const __m512 scales = q6_k_scales(block);
-    __m512i codes[4];
-    q6_k_unsigned_codes(block, codes);
-    for (int i = 0; i < NR; ++i) {
-      const PreparedQuarter* a = prepared + i * row_stride + 4 * sb;
-      for (int q = 0; q < 4; ++q) {
-        const __m512 scale = _mm512_mul_ps(_mm512_permutexvar_ps(lane_sub_blocks[q], scales), _mm512_load_ps(a[q].d));
-        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q16_sums(codes[q], a[q])), scale, acc[i]);
-      }
-    }
-  }
-  store_sums(acc, NR, y, ldy, accumulate);
+  q6_k_rows<Q16Activations>(reinterpret_cast<const BlockQ6_K*>(w), blocks / (kSuperBlock / kLegacyBlock),
+                            reinterpret_cast<const PreparedQuarter*>(x), x_row_bytes / sizeof(PreparedQuarter), acc);
+  store_row(acc, NR, y, ldy, accumulate);
 }
 
 // Two Q8_0 weight blocks' codes and scales in PreparedQuarter's lanes; without a second block its
@@ -167,7 +150,7 @@ STAR_AVX512 void q8_0_tile(const std::byte* w, size_t, const std::byte* x, size_
   int64_t b = 0;
   for (; b + 2 <= blocks; b += 2, wb += 2, ++prepared) q8_0_step<true>(wb, prepared, row_stride, acc);
   if (b < blocks) q8_0_step<false>(wb, prepared, row_stride, acc);
-  store_sums(acc, NR, y, ldy, accumulate);
+  store_row(acc, NR, y, ldy, accumulate);
 }
 
 template <int MR, int NR>

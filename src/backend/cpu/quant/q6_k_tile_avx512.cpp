@@ -15,6 +15,7 @@
 #include "row_dots.h"
 #include "q6_k_zmm.h"
 #include "row_tiles.h"
+#include "zmm_tile_store.h"
 #include "star/quant/blocks.h"
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wuninitialized reports.
@@ -22,6 +23,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #define STAR_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+#define STAR_AVX512_INLINE __attribute__((always_inline, target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"))) inline
 
 namespace star::cpu::row_dots {
 namespace {
@@ -60,40 +62,24 @@ STAR_AVX512 void prepare_row(const std::byte* x, int64_t k, PreparedSuperBlock* 
   }
 }
 
+struct Int8Activations {
+  using Unit = PreparedSuperBlock;
+  static constexpr int kUnitsPerBlock = 1;
+  STAR_AVX512_INLINE static __m512i sums(__m512i codes, const PreparedSuperBlock* a, int q) {
+    return _mm512_dpbusd_epi32(_mm512_load_si512(a->offsets[q]), codes, _mm512_load_si512(a->codes + 64 * q));
+  }
+  STAR_AVX512_INLINE static __m512 scales(const PreparedSuperBlock* a, int q) { return _mm512_load_ps(a->d[q]); }
+};
+
 // One weight row by NR prepared activation rows (x_row_bytes apart, whole PreparedSuperBlocks).
 template <int MR, int NR>
 STAR_AVX512 void tile(const std::byte* w, size_t, const std::byte* x, size_t x_row_bytes, int64_t blocks, float* y,
                       int64_t ldy, bool accumulate) {
   static_assert(MR == 1);
-  const auto* wb = reinterpret_cast<const BlockQ6_K*>(w);
-  const auto* prepared = reinterpret_cast<const PreparedSuperBlock*>(x);
-  const size_t row_stride = x_row_bytes / sizeof(PreparedSuperBlock);
-  __m512i lane_sub_blocks[4];
-  for (int q = 0; q < 4; ++q) lane_sub_blocks[q] = q6_k_lane_sub_blocks(q);
   __m512 acc[NR];
-  for (int i = 0; i < NR; ++i) acc[i] = _mm512_setzero_ps();
-  for (int64_t sb = 0; sb < blocks / (kSuperBlock / kLegacyBlock); ++sb) {
-    const BlockQ6_K& block = wb[sb];
-    const __m512 scales = q6_k_scales(block);
-    __m512i codes[4];
-    q6_k_unsigned_codes(block, codes);
-    __m512 quarter_scales[4];
-    for (int q = 0; q < 4; ++q) quarter_scales[q] = _mm512_permutexvar_ps(lane_sub_blocks[q], scales);
-    for (int i = 0; i < NR; ++i) {
-      const PreparedSuperBlock& a = prepared[i * row_stride + sb];
-      for (int q = 0; q < 4; ++q) {
-        const __m512i sums =
-            _mm512_dpbusd_epi32(_mm512_load_si512(a.offsets[q]), codes[q], _mm512_load_si512(a.codes + 64 * q));
-        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(quarter_scales[q], _mm512_load_ps(a.d[q])),
-                                 acc[i]);
-      }
-    }
-  }
-  for (int i = 0; i < NR; ++i) {
-    const float v = _mm512_reduce_add_ps(acc[i]);
-    float& out = y[i * ldy];
-    out = accumulate ? out + v : v;
-  }
+  q6_k_rows<Int8Activations>(reinterpret_cast<const BlockQ6_K*>(w), blocks / (kSuperBlock / kLegacyBlock),
+                             reinterpret_cast<const PreparedSuperBlock*>(x), x_row_bytes / sizeof(PreparedSuperBlock), acc);
+  store_row(acc, NR, y, ldy, accumulate);
 }
 
 template <int MR, int NR>

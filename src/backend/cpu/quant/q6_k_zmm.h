@@ -8,6 +8,8 @@
 #include "star/quant/blocks.h"
 
 #define STAR_Q6_K_ZMM __attribute__((always_inline, target("avx2,fma,f16c,avx512f,avx512bw,avx512vl"))) inline
+#define STAR_Q6_K_VNNI \
+  __attribute__((always_inline, target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"))) inline
 
 namespace star::cpu::row_dots {
 
@@ -41,6 +43,34 @@ STAR_Q6_K_ZMM __m512 q6_k_scales(const quant::BlockQ6_K& block) {
 STAR_Q6_K_ZMM __m512i q6_k_lane_sub_blocks(int quarter) {
   return _mm512_add_epi32(_mm512_set1_epi32(4 * quarter),
                           _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0));
+}
+
+// One Q6_K weight row by NR activation rows into acc (16 float lanes per output), the body of the
+// Q6_K register tiles; Activations, the calling file's, re-lays the activations:
+//   Activations::Unit, kUnitsPerBlock   its re-laid activations, so many per 256 elements
+//   Activations::sums(codes, units, q)  the int32 lanes Σ (u − 32)·a over codes register q
+//   Activations::scales(units, q)       d_a in the lanes of codes register q
+// Each lane is then scaled by d·scale·d_a and added in float.
+template <class Activations, int NR>
+STAR_Q6_K_VNNI void q6_k_rows(const quant::BlockQ6_K* w, int64_t super_blocks, const typename Activations::Unit* x,
+                              size_t row_stride, __m512 (&acc)[NR]) {
+  __m512i lane_sub_blocks[4];
+  for (int q = 0; q < 4; ++q) lane_sub_blocks[q] = q6_k_lane_sub_blocks(q);
+  for (int i = 0; i < NR; ++i) acc[i] = _mm512_setzero_ps();
+  for (int64_t sb = 0; sb < super_blocks; ++sb) {
+    const __m512 scales = q6_k_scales(w[sb]);
+    __m512i codes[4];
+    q6_k_unsigned_codes(w[sb], codes);
+    __m512 quarter_scales[4];
+    for (int q = 0; q < 4; ++q) quarter_scales[q] = _mm512_permutexvar_ps(lane_sub_blocks[q], scales);
+    for (int i = 0; i < NR; ++i) {
+      const typename Activations::Unit* a = x + i * row_stride + Activations::kUnitsPerBlock * sb;
+      for (int q = 0; q < 4; ++q) {
+        const __m512 scale = _mm512_mul_ps(quarter_scales[q], Activations::scales(a, q));
+        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Activations::sums(codes[q], a, q)), scale, acc[i]);
+      }
+    }
+  }
 }
 
 }  // namespace star::cpu::row_dots

@@ -1,6 +1,5 @@
-// The end of an AVX-512 register tile (tile_avx512.cpp, legacy_ and q4_1_tile_avx512.cpp): each output's
-// float lanes summed in one fixed order and stored, so an output's value does not depend on the
-// tile it was computed in.
+// The end of an AVX-512 register tile: each output's float lanes summed in one fixed order and
+// stored, so an output's value does not depend on the tile it was computed in.
 #pragma once
 
 #include <immintrin.h>
@@ -37,6 +36,15 @@ STAR_ZMM_TILE_INLINE void store(__m512 (&acc)[MR][NR], float* y, int64_t ldy, bo
       float& out = y[i * ldy + r];
       out = accumulate ? out + sums[4 * r] : sums[4 * r];
     }
+  }
+}
+
+// The tiles of one weight row (16 float lanes an output): y[i·ldy] = each output's lane sum.
+STAR_ZMM_TILE_INLINE void store_row(const __m512* acc, int nr, float* y, int64_t ldy, bool accumulate) {
+  for (int i = 0; i < nr; ++i) {
+    const float v = _mm512_reduce_add_ps(acc[i]);
+    float& out = y[i * ldy];
+    out = accumulate ? out + v : v;
   }
 }
 
