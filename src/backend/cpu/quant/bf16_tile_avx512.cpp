@@ -1,5 +1,5 @@
 // Register tiles of BF16 weight rows against BF16 activations for AVX-512 CPUs without
-// AVX512-BF16 (vdpbf16ps; dot_avx512.cpp has that kernel): up to 4 weight rows by 4 activation
+// AVX512-BF16 (vdpbf16ps; dot_avx512.cpp has that kernel): up to 2 weight rows by 4 activation
 // rows. The activations, already rounded to bf16, are widened to float32 once per call; each
 // weight element is widened in registers (a bf16 is the top half of a float32, so a zero-extension
 // and a shift are exact) and multiplied-added with the activations in float32. Every output sums
@@ -27,7 +27,7 @@
 namespace star::cpu::row_dots {
 namespace {
 
-constexpr int kTileRows = 4;
+constexpr int kTileRows = 2;  // two accumulators an output: 2 x 4 x 2 of the 32 zmm
 constexpr int kTileCols = 4;
 
 // 16 bf16 (those `mask` selects, the rest 0) as float32.
@@ -46,20 +46,43 @@ STAR_AVX512 void widen_rows(const std::byte* x, size_t x_row_bytes, int64_t n, i
   }
 }
 
-// MR weight rows (w_row_bytes apart) by NR widened activation rows (`padded` floats apart).
+// MR weight rows (w_row_elements apart) by NR widened activation rows (`padded` floats apart). Two
+// accumulators an output, for alternate 16-element chunks: decode is one row, and one chain of
+// multiply-adds would wait on its own latency.
 template <int MR, int NR>
 STAR_AVX512 void tile(const uint16_t* w, size_t w_row_elements, const float* x, int64_t padded, int64_t k, float* y,
                       int64_t ldy, bool accumulate) {
-  __m512 acc[MR][NR];
-  for (auto& row : acc) std::fill(std::begin(row), std::end(row), _mm512_setzero_ps());
-  for (int64_t j = 0; j < k; j += 16) {
+  __m512 even[MR][NR], odd[MR][NR];
+  for (int r = 0; r < MR; ++r) {
+    for (int i = 0; i < NR; ++i) even[r][i] = odd[r][i] = _mm512_setzero_ps();
+  }
+  int64_t j = 0;
+  for (; j + 32 <= k; j += 32) {
+    __m512 w0[MR], w1[MR];
+    for (int r = 0; r < MR; ++r) {
+      w0[r] = widen(w + r * w_row_elements + j, 0xffff);
+      w1[r] = widen(w + r * w_row_elements + j + 16, 0xffff);
+    }
+    for (int i = 0; i < NR; ++i) {
+      const __m512 x0 = _mm512_load_ps(x + i * padded + j), x1 = _mm512_load_ps(x + i * padded + j + 16);
+      for (int r = 0; r < MR; ++r) {
+        even[r][i] = _mm512_fmadd_ps(w0[r], x0, even[r][i]);
+        odd[r][i] = _mm512_fmadd_ps(w1[r], x1, odd[r][i]);
+      }
+    }
+  }
+  for (; j < k; j += 16) {
     const __mmask16 mask = static_cast<__mmask16>(k - j >= 16 ? 0xffff : (1u << (k - j)) - 1);
     __m512 wf[MR];
     for (int r = 0; r < MR; ++r) wf[r] = widen(w + r * w_row_elements + j, mask);
     for (int i = 0; i < NR; ++i) {
       const __m512 xf = _mm512_load_ps(x + i * padded + j);
-      for (int r = 0; r < MR; ++r) acc[r][i] = _mm512_fmadd_ps(wf[r], xf, acc[r][i]);
+      for (int r = 0; r < MR; ++r) even[r][i] = _mm512_fmadd_ps(wf[r], xf, even[r][i]);
     }
+  }
+  __m512 acc[MR][NR];
+  for (int r = 0; r < MR; ++r) {
+    for (int i = 0; i < NR; ++i) acc[r][i] = _mm512_add_ps(even[r][i], odd[r][i]);
   }
   store(acc, y, ldy, accumulate);
 }
