@@ -237,6 +237,36 @@ TEST(RowDot, Q8_0ActivationsEqualTheWritersQuantizer) {
   EXPECT_EQ(got, quant::quantize_rows(DType::kQ8_0, x.data(), 1, k));
 }
 
+// Q16: d = max|x| / 32767 (a power of two here, so x / d is exact), q rounds halves away from zero,
+// and the planes hold q = 256·hi + lo with lo unsigned; s = d·Σq.
+TEST(RowDot, Q16ActivationsRoundHalvesAwayIntoTwoPlanes) {
+  const float d = std::ldexp(1.f, -15);
+  std::vector<float> x(32, 0.f);
+  x[0] = 32767 * d;  // max|x|: q = 32767
+  x[1] = -0.5f * d;  // half a step: -1
+  x[2] = 1.5f * d;   // 2
+  x[3] = -32767 * d;
+  x[4] = 300.25f * d;  // 300
+  std::vector<std::byte> row(cpu::activation_row_bytes(cpu::ActivationType::kQ16, 32));
+  ASSERT_EQ(row.size(), 72u);
+  cpu::quantize_activation_row(cpu::ActivationType::kQ16, x.data(), 32, row.data());
+  std::vector<float> x_hat(32);
+  cpu::dequantize_activation_row(cpu::ActivationType::kQ16, row.data(), 32, x_hat.data());
+  const int want[] = {32767, -1, 2, -32767, 300};
+  for (int j = 0; j < 5; ++j) EXPECT_EQ(x_hat[j], static_cast<float>(want[j]) * d) << j;
+  for (int j = 5; j < 32; ++j) EXPECT_EQ(x_hat[j], 0.f) << j;
+  float stored_d, s;
+  std::memcpy(&stored_d, row.data(), 4);
+  std::memcpy(&s, row.data() + 4, 4);
+  EXPECT_EQ(stored_d, d);
+  EXPECT_EQ(s, d * static_cast<float>(32767 - 1 + 2 - 32767 + 300));
+  // q = -1: lo 255, hi -1; q = -32767: lo 1, hi -128 (lo at bytes 8-39, hi at 40-71).
+  EXPECT_EQ(static_cast<uint8_t>(row[8 + 1]), 255);
+  EXPECT_EQ(static_cast<int8_t>(row[40 + 1]), -1);
+  EXPECT_EQ(static_cast<uint8_t>(row[8 + 3]), 1);
+  EXPECT_EQ(static_cast<int8_t>(row[40 + 3]), -128);
+}
+
 TEST(RowDot, Q8_1ActivationsAreQ8_0PlusTheScaledSum) {
   std::mt19937 rng(13);
   const int64_t k = 96;

@@ -25,9 +25,9 @@ constexpr int64_t kTileBytes = int64_t{8} << 20;
 
 // Weight rows per unit of work when the kernel has a register tile: a multiple of its 4 rows, at
 // least kTileChunkRows, else about a quarter of a thread's share, so that a K or V projection still
-// splits across the threads while a tile that re-lays the activations (Q4_0, Q4_1, Q4_K on
-// AVX-512, once per call) does so for many rows: at 16 rows a call, Q4_K's re-laying took a fifth of
-// its decode time.
+// splits across the threads while a tile that re-lays the activations (every AVX-512 one, once
+// per call) does so for many rows: at 16 rows a call, Q4_K's re-laying took a fifth of its decode
+// time.
 constexpr int64_t kTileChunkRows = 16;
 constexpr int64_t kTileChunkRowsMax = 256;
 
@@ -168,10 +168,7 @@ bool matmul_bf16_weights(const float* x, int64_t n, const WeightTensor& w, float
 // activations keep 16 bits a code and still multiply in int8 instructions; where the instruction
 // set has no Q16 kernel, float32 ones.
 const DotKernel* few_rows_kernel(DType dtype, Isa isa) {
-  if (dtype == DType::kQ4_1) {
-    const DotKernel* q16 = find_q16_dot_kernel(dtype, isa);
-    return q16 != nullptr ? q16 : find_float_dot_kernel(dtype, isa);
-  }
+  if (dtype == DType::kQ4_1) return wide_activation_kernel(dtype, isa);
   return find_dot_kernel(dtype, isa);
 }
 

@@ -32,7 +32,7 @@ int64_t row_dot_max_rows(const DotKernel& kernel);
 
 // The row-dot kernel matmul uses for up to kRowDotMaxRows rows of a `dtype` weight on `isa`, or
 // nullptr (rows widened in L1): find_dot_kernel's, except where rounding the activations to int8
-// blocks costs measured accuracy (Q4_1), find_float_dot_kernel's.
+// blocks costs measured accuracy (Q4_1), wide_activation_kernel's.
 const DotKernel* few_rows_kernel(DType dtype, Isa isa);
 
 // y[n, m] = x[n, k] · w[m, k]^T, or y += ... when `accumulate`, where w is [m, k] of any DType.

@@ -18,7 +18,7 @@ using simd::IVec;
 using simd::kLanes;
 using simd::Vec;
 
-// round(v) with roundf's halves away from zero, for |v| <= 128 (libm's roundf is a call per
+// round(v) with roundf's halves away from zero, for |v| < 2^23 (libm's roundf is a call per
 // element, and every matmul quantizes its activations): the conversion truncates, v − trunc(v) is
 // exact, and |v − trunc(v)| >= 1/2 steps once away from zero.
 IVec round_half_away(Vec v) {
@@ -29,14 +29,17 @@ IVec round_half_away(Vec v) {
   return truncated + (away & step);
 }
 
-// d = max|x| / 127 over one 32-element block.
-float block_scale(const float* x) {
+// max|x| over one 32-element block.
+float block_max(const float* x) {
   Vec amax{};
   for (int64_t j = 0; j < kLegacyBlock; j += kLanes) {
     amax = simd::max(amax, simd::as_float(simd::as_int(simd::load(x + j)) & 0x7fffffff));
   }
-  return simd::reduce_max(amax) / 127.f;
+  return simd::reduce_max(amax);
 }
+
+// d = max|x| / 127 over one 32-element block.
+float block_scale(const float* x) { return block_max(x) / 127.f; }
 
 // One block: q = round(x / d) with d unrounded; returns Σq.
 int32_t quantize_int8_block(const float* x, float d, int8_t* q) {
@@ -74,30 +77,27 @@ void quantize_q8_1(const float* x, int64_t k, std::byte* out) {
   }
 }
 
-// round(v) halves away from zero for |v| <= 32767.5 (the 16-bit codes' range).
-int32_t round_half_away_16(float v) {
-  const auto truncated = static_cast<int32_t>(v);
-  const float fraction = v - static_cast<float>(truncated);
-  if (std::fabs(fraction) >= 0.5f) return truncated + (v < 0.f ? -1 : 1);
-  return truncated;
-}
-
+// Q16: as Q8_0 with d = max|x| / 32767 kept in float32; |x·(1/d)| exceeds 32767 by at most a few
+// ulps, which round back to 32767.
 void quantize_q16(const float* x, int64_t k, std::byte* out) {
   for (int64_t b = 0; b < k / kLegacyBlock; ++b) {
     const float* block = x + b * kLegacyBlock;
-    float amax = 0.f;
-    for (int64_t j = 0; j < kLegacyBlock; ++j) amax = std::max(amax, std::fabs(block[j]));
     BlockQ16 q;
-    q.d = amax / 32767.f;
-    const float inverse = q.d != 0.f ? 1.f / q.d : 0.f;
-    int32_t sum = 0;
-    for (int64_t j = 0; j < kLegacyBlock; ++j) {
-      const int32_t code = std::clamp(round_half_away_16(block[j] * inverse), -32767, 32767);
-      q.lo[j] = static_cast<uint8_t>(code & 0xff);
-      q.hi[j] = static_cast<int8_t>((code - (code & 0xff)) / 256);
+    q.d = block_max(block) / 32767.f;
+    const Vec inverse = simd::splat(q.d != 0.f ? 1.f / q.d : 0.f);
+    IVec sum{};
+    for (int64_t j = 0; j < kLegacyBlock; j += kLanes) {
+      const IVec code = round_half_away(simd::load(block + j) * inverse);
+      const IVec low = code & 0xff;
+      for (int i = 0; i < kLanes; ++i) {
+        q.lo[j + i] = static_cast<uint8_t>(low[i]);
+        q.hi[j + i] = static_cast<int8_t>((code[i] - low[i]) / 256);
+      }
       sum += code;
     }
-    q.s = q.d * static_cast<float>(sum);
+    int32_t total = 0;
+    for (int i = 0; i < kLanes; ++i) total += sum[i];
+    q.s = q.d * static_cast<float>(total);
     std::memcpy(out + b * static_cast<int64_t>(sizeof q), &q, sizeof q);
   }
 }
