@@ -8,9 +8,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 #include "row_dots.h"
@@ -35,23 +33,29 @@ STAR_AVX512_INLINE __m512 widen(const uint16_t* p, __mmask16 mask) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, p)), 16));
 }
 
-// Activation rows widened to float32, each padded with zeros to a multiple of 16 elements.
-STAR_AVX512 void widen_rows(const std::byte* x, size_t x_row_bytes, int64_t n, int64_t k, int64_t padded, float* out) {
-  for (int64_t i = 0; i < n; ++i) {
-    const auto* row = reinterpret_cast<const uint16_t*>(x + i * x_row_bytes);
-    for (int64_t j = 0; j < padded; j += 16) {
-      const __mmask16 mask = static_cast<__mmask16>(k - j >= 16 ? 0xffff : (1u << (k - j)) - 1);
-      _mm512_store_ps(out + i * padded + j, widen(row + j, mask));
-    }
+// 16 widened activations; a row is padded with zeros to whole chunks.
+struct alignas(64) FloatChunk {
+  float v[16];
+};
+
+STAR_AVX512 void widen_row(const std::byte* x, int64_t k, FloatChunk* out) {
+  const auto* row = reinterpret_cast<const uint16_t*>(x);
+  for (int64_t j = 0; j < k; j += 16) {
+    const __mmask16 mask = static_cast<__mmask16>(k - j >= 16 ? 0xffff : (1u << (k - j)) - 1);
+    _mm512_store_ps(out[j / 16].v, widen(row + j, mask));
   }
 }
 
-// MR weight rows (w_row_elements apart) by NR widened activation rows (`padded` floats apart). Two
-// accumulators an output, for alternate 16-element chunks: decode is one row, and one chain of
-// multiply-adds would wait on its own latency.
+// MR weight rows (w_row_bytes apart) by NR widened activation rows (x_row_bytes apart, whole
+// FloatChunks). Two accumulators an output, for alternate 16-element chunks: decode is one row, and
+// one chain of multiply-adds would wait on its own latency.
 template <int MR, int NR>
-STAR_AVX512 void tile(const uint16_t* w, size_t w_row_elements, const float* x, int64_t padded, int64_t k, float* y,
-                      int64_t ldy, bool accumulate) {
+STAR_AVX512 void tile(const std::byte* weights, size_t w_row_bytes, const std::byte* activations, size_t x_row_bytes,
+                      int64_t k, float* y, int64_t ldy, bool accumulate) {
+  const auto* w = reinterpret_cast<const uint16_t*>(weights);
+  const size_t w_row_elements = w_row_bytes / sizeof(uint16_t);
+  const auto* x = reinterpret_cast<const float*>(activations);
+  const size_t padded = x_row_bytes / sizeof(float);
   __m512 even[MR][NR], odd[MR][NR];
   for (int r = 0; r < MR; ++r) {
     for (int i = 0; i < NR; ++i) even[r][i] = odd[r][i] = _mm512_setzero_ps();
@@ -87,37 +91,18 @@ STAR_AVX512 void tile(const uint16_t* w, size_t w_row_elements, const float* x, 
   store(acc, y, ldy, accumulate);
 }
 
-using BF16TileFn = void (*)(const uint16_t*, size_t, const float*, int64_t, int64_t, float*, int64_t, bool);
-
-template <size_t... I>
-constexpr std::array<BF16TileFn, sizeof...(I)> tile_table(std::index_sequence<I...>) {
-  return {tile<static_cast<int>(I) / kTileCols + 1, static_cast<int>(I) % kTileCols + 1>...};
-}
+template <int MR, int NR>
+struct Tile {
+  static constexpr TileFn fn = tile<MR, NR>;
+};
 
 }  // namespace
 
 void bf16_bf16_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
                            int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
-  const int64_t padded = (k + 15) / 16 * 16;
-  // Per thread and reused: the OpenMP workers call this for every chunk of weight rows.
-  thread_local std::vector<float> widened;
-  widened.resize(static_cast<size_t>(n * padded + 16));
-  // 64-byte aligned rows: padded is a multiple of 16 floats.
-  float* const rows = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(widened.data()) + 63) & ~uintptr_t{63});
-  widen_rows(x, x_row_bytes, n, k, padded, rows);
-  static constexpr auto kTiles = tile_table(std::make_index_sequence<kTileRows * kTileCols>());
-  const auto* weights = reinterpret_cast<const uint16_t*>(w);
-  const size_t row_elements = w_row_bytes / sizeof(uint16_t);
-  // As run_tiles (row_tiles.h): one weight row at a time for a single activation row.
-  const int64_t row_step = n == 1 ? 1 : kTileRows;
-  for (int64_t r = 0; r < m; r += row_step) {
-    const int64_t rows_here = std::min<int64_t>(row_step, m - r);
-    for (int64_t i = 0; i < n; i += kTileCols) {
-      const int64_t cols = std::min<int64_t>(kTileCols, n - i);
-      kTiles[static_cast<size_t>((rows_here - 1) * kTileCols + cols - 1)](
-          weights + r * row_elements, row_elements, rows + i * padded, padded, k, y + i * ldy + r, ldy, accumulate);
-    }
-  }
+  thread_local std::vector<FloatChunk> widened;  // per OpenMP worker, reused across calls
+  run_prepared_tiles<kTileRows, kTileCols, Tile>(widened, widen_row, (k + 15) / 16, w, w_row_bytes, m, x, x_row_bytes, n,
+                                                 k, y, ldy, accumulate);
 }
 
 float bf16_bf16_widen_avx512(const std::byte* w, const std::byte* x, int64_t k) {

@@ -1,7 +1,8 @@
 // Register tiles of Q4_0 and Q8_0 weight rows against Q8_0 activations for CPUs with AVX-512
 // VNNI, up to 4 weight rows by 4 activation rows. Decode reads every weight byte once per token,
 // so the instructions per weight block set its speed; everything that depends only on the
-// activations is done once per call, for all weight rows, in a re-laid copy of them (PreparedPair):
+// activations is done once per call, for all weight rows, in a re-laid copy of them
+// (prepared_pairs_avx512.h):
 //
 // - The weight codes go into vpdpbusd unsigned: Q4_0's nibbles as stored (code + 8), Q8_0's codes
 //   with the sign bit flipped (code + 128). The offset's share is an activation-only term,
@@ -18,17 +19,11 @@
 #include <cstring>
 #include <vector>
 
+#include "prepared_pairs_avx512.h"
 #include "row_dots.h"
 #include "row_tiles.h"
 #include "star/quant/blocks.h"
 #include "zmm_tile_store.h"
-
-// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wuninitialized reports.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
-#define STAR_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
-#define STAR_AVX512_INLINE __attribute__((always_inline, target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"))) inline
 
 namespace star::cpu::row_dots {
 namespace {
@@ -39,33 +34,6 @@ using quant::kLegacyBlock;
 
 constexpr int kTileRows = 4;
 constexpr int kTileCols = 4;
-
-// Two activation blocks (the second all zero past an odd row's end) as the kernel reads them: int32
-// lanes 0-7 belong to the first block, 8-15 to the second.
-struct alignas(64) PreparedPair {
-  int8_t codes[64];
-  int32_t offsets[16];  // −Offset·Σ of the lane's 4 codes
-  float d[16];
-};
-
-template <int Offset>
-STAR_AVX512 void prepare_row(const std::byte* x, int64_t k, PreparedPair* out) {
-  const auto* xb = reinterpret_cast<const BlockQ8_0*>(x);
-  const int64_t blocks = k / kLegacyBlock;
-  for (int64_t b = 0; b < blocks; b += 2) {
-    const bool pair = b + 1 < blocks;
-    const __m256i q0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[b].qs));
-    const __m256i q1 = pair ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[b + 1].qs)) : _mm256_setzero_si256();
-    const __m512i codes = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
-    // The offset bytes as vpdpbusd's unsigned operand (128 included).
-    const __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(static_cast<char>(Offset)), codes);
-    const float d1 = pair ? _cvtsh_ss(xb[b + 1].d) : 0.f;
-    PreparedPair& p = out[b / 2];
-    _mm512_store_si512(p.codes, codes);
-    _mm512_store_si512(p.offsets, _mm512_sub_epi32(_mm512_setzero_si512(), sums));
-    _mm512_store_ps(p.d, _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(_cvtsh_ss(xb[b].d)), _mm512_set1_ps(d1)));
-  }
-}
 
 struct Q4_0Codes {
   using Block = BlockQ4_0;
@@ -123,7 +91,7 @@ struct Q8_0Codes {
 };
 
 template <class Codes, int MR, int NR, bool Pair>
-STAR_AVX512_INLINE void step(const typename Codes::Block* w, size_t w_row_blocks, const PreparedPair* x,
+STAR_AVX512_INLINE void step(const typename Codes::Block* w, size_t w_row_blocks, const Int8Pair* x,
                              size_t x_row_pairs, __m512 (&acc)[MR][NR]) {
   __m512i wq[MR];
   __m512 dw[MR];
@@ -132,7 +100,7 @@ STAR_AVX512_INLINE void step(const typename Codes::Block* w, size_t w_row_blocks
     dw[r] = Codes::template scales<Pair>(w + r * w_row_blocks);
   }
   for (int i = 0; i < NR; ++i) {
-    const PreparedPair& a = x[i * x_row_pairs];
+    const Int8Pair& a = x[i * x_row_pairs];
     const __m512i offsets = _mm512_load_si512(a.offsets);
     const __m512i codes = _mm512_load_si512(a.codes);
     const __m512 dx = _mm512_load_ps(a.d);
@@ -143,16 +111,17 @@ STAR_AVX512_INLINE void step(const typename Codes::Block* w, size_t w_row_blocks
   }
 }
 
-// MR weight rows by NR prepared activation rows (x_row_bytes apart, whole PreparedPairs).
+// MR weight rows by NR prepared activation rows (x_row_bytes apart, whole Int8Pairs).
 template <class Codes, int MR, int NR>
-STAR_AVX512 void tile(const std::byte* w, size_t w_row_bytes, const std::byte* x, size_t x_row_bytes, int64_t blocks,
+STAR_AVX512 void tile(const std::byte* w, size_t w_row_bytes, const std::byte* x, size_t x_row_bytes, int64_t k,
                       float* y, int64_t ldy, bool accumulate) {
+  const int64_t blocks = k / quant::kLegacyBlock;
   using Block = typename Codes::Block;
   // Whole rows of blocks (quantized rows are; blocks are 2-byte aligned in the file).
   const auto* blocks_of = reinterpret_cast<const Block*>(w);
   const size_t row_blocks = w_row_bytes / sizeof(Block);
-  const auto* prepared = reinterpret_cast<const PreparedPair*>(x);
-  const size_t row_pairs = x_row_bytes / sizeof(PreparedPair);
+  const auto* prepared = reinterpret_cast<const Int8Pair*>(x);
+  const size_t row_pairs = x_row_bytes / sizeof(Int8Pair);
   __m512 acc[MR][NR];
   for (auto& row : acc) std::fill(std::begin(row), std::end(row), _mm512_setzero_ps());
   int64_t b = 0;
@@ -176,8 +145,8 @@ struct Q8_0Tile {
 template <class Codes, template <int, int> class Tile>
 void run(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes, int64_t n, int64_t k,
          float* y, int64_t ldy, bool accumulate) {
-  thread_local std::vector<PreparedPair> prepared;  // per OpenMP worker, reused across calls
-  run_prepared_tiles<kTileRows, kTileCols, Tile>(prepared, prepare_row<Codes::kOffset>, (k / kLegacyBlock + 1) / 2, w,
+  thread_local std::vector<Int8Pair> prepared;  // per OpenMP worker, reused across calls
+  run_prepared_tiles<kTileRows, kTileCols, Tile>(prepared, prepare_int8_pairs<Codes::kOffset>, (k / kLegacyBlock + 1) / 2, w,
                                                  w_row_bytes, m, x, x_row_bytes, n, k, y, ldy, accumulate);
 }
 

@@ -15,19 +15,12 @@
 #include <algorithm>
 #include <vector>
 
-#include "q16_block.h"
+#include "prepared_pairs_avx512.h"
 #include "q6_k_zmm.h"
 #include "row_dots.h"
 #include "row_tiles.h"
 #include "zmm_tile_store.h"
 #include "star/quant/blocks.h"
-
-// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wuninitialized reports.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
-#define STAR_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
-#define STAR_AVX512_INLINE __attribute__((always_inline, target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"))) inline
 
 namespace star::cpu::row_dots {
 namespace {
@@ -39,73 +32,25 @@ using quant::kSuperBlock;
 
 constexpr int kTileCols = 4;
 
-// 64 activations (two Q16 blocks): int32 lanes 0-7 the first block's, 8-15 the second's.
-struct alignas(64) PreparedQuarter {
-  uint8_t lo[64];
-  int8_t hi[64];
-  int32_t lo_offsets[16];  // −Offset·Σ of the lane's 4 low codes (Q6_K's; 0 for Q8_0)
-  int32_t hi_offsets[16];  // −Offset·Σ of the lane's 4 high codes
-  float d[16];
-};
-
-// Two blocks' 32-byte code planes in one register (the second zero without a second block). Not a
-// lambda: a lambda does not take its enclosing function's target attribute.
-STAR_AVX512_INLINE __m512i plane(const void* first, const void* second, bool pair) {
-  const __m256i low = _mm256_loadu_si256(static_cast<const __m256i*>(first));
-  const __m256i high = pair ? _mm256_loadu_si256(static_cast<const __m256i*>(second)) : _mm256_setzero_si256();
-  return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
-}
-
-// Quarters of 64 activations from Q16 blocks; past an odd row's end the second block is zero.
-template <int Offset>
-STAR_AVX512 void prepare_row(const std::byte* x, int64_t k, PreparedQuarter* out) {
-  const auto* xb = reinterpret_cast<const BlockQ16*>(x);
-  const int64_t blocks = k / kLegacyBlock;
-  const __m512i offset = _mm512_set1_epi8(static_cast<char>(Offset));
-  for (int64_t b = 0; b < blocks; b += 2) {
-    const BlockQ16& first = xb[b];
-    const bool pair = b + 1 < blocks;
-    const __m512i lo = plane(first.lo, pair ? xb[b + 1].lo : nullptr, pair);
-    const __m512i hi = plane(first.hi, pair ? xb[b + 1].hi : nullptr, pair);
-    // Σ lo·Offset with lo unsigned: the offset bytes go in as the signed operand, which 128 is not;
-    // Q8_0's codes are signed already and need no low offset.
-    const __m512i lo_sums =
-        Offset < 128 ? _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, offset) : _mm512_setzero_si512();
-    const __m512i hi_sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, hi);
-    PreparedQuarter& p = out[b / 2];
-    _mm512_store_si512(p.lo, lo);
-    _mm512_store_si512(p.hi, hi);
-    _mm512_store_si512(p.lo_offsets, _mm512_sub_epi32(_mm512_setzero_si512(), lo_sums));
-    _mm512_store_si512(p.hi_offsets, _mm512_sub_epi32(_mm512_setzero_si512(), hi_sums));
-    _mm512_store_ps(p.d, _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(first.d), _mm512_set1_ps(pair ? xb[b + 1].d : 0.f)));
-  }
-}
-
-// Σ over the lanes' 4 elements of (u − Offset)·q, from unsigned codes u.
-STAR_AVX512_INLINE __m512i q16_sums(__m512i codes, const PreparedQuarter& a) {
-  const __m512i high = _mm512_dpbusd_epi32(_mm512_load_si512(a.hi_offsets), codes, _mm512_load_si512(a.hi));
-  const __m512i start = _mm512_add_epi32(_mm512_slli_epi32(high, 8), _mm512_load_si512(a.lo_offsets));
-  return _mm512_dpbusd_epi32(start, _mm512_load_si512(a.lo), codes);
-}
-
 struct Q16Activations {
-  using Unit = PreparedQuarter;
+  using Unit = Q16Pair;
   static constexpr int kUnitsPerBlock = 4;
-  STAR_AVX512_INLINE static __m512i sums(__m512i codes, const PreparedQuarter* a, int q) { return q16_sums(codes, a[q]); }
-  STAR_AVX512_INLINE static __m512 scales(const PreparedQuarter* a, int q) { return _mm512_load_ps(a[q].d); }
+  STAR_AVX512_INLINE static __m512i sums(__m512i codes, const Q16Pair* a, int q) { return q16_sums(codes, a[q]); }
+  STAR_AVX512_INLINE static __m512 scales(const Q16Pair* a, int q) { return _mm512_load_ps(a[q].d); }
 };
 
 template <int MR, int NR>
-STAR_AVX512 void q6_k_tile(const std::byte* w, size_t, const std::byte* x, size_t x_row_bytes, int64_t blocks, float* y,
+STAR_AVX512 void q6_k_tile(const std::byte* w, size_t, const std::byte* x, size_t x_row_bytes, int64_t k, float* y,
                            int64_t ldy, bool accumulate) {
+  const int64_t blocks = k / quant::kLegacyBlock;
   static_assert(MR == 1);
   __m512 acc[NR];
   q6_k_rows<Q16Activations>(reinterpret_cast<const BlockQ6_K*>(w), blocks / (kSuperBlock / kLegacyBlock),
-                            reinterpret_cast<const PreparedQuarter*>(x), x_row_bytes / sizeof(PreparedQuarter), acc);
+                            reinterpret_cast<const Q16Pair*>(x), x_row_bytes / sizeof(Q16Pair), acc);
   store_row(acc, NR, y, ldy, accumulate);
 }
 
-// Two Q8_0 weight blocks' codes and scales in PreparedQuarter's lanes; without a second block its
+// Two Q8_0 weight blocks' codes and scales in Q16Pair's lanes; without a second block its
 // codes and scale are 0.
 template <bool Pair>
 STAR_AVX512_INLINE __m512i q8_0_codes(const BlockQ8_0* b) {
@@ -126,12 +71,12 @@ STAR_AVX512_INLINE __m512 q8_0_scales(const BlockQ8_0* b) {
 }
 
 template <bool Pair, int NR>
-STAR_AVX512_INLINE void q8_0_step(const BlockQ8_0* w, const PreparedQuarter* x, size_t row_stride, __m512 (&acc)[NR]) {
+STAR_AVX512_INLINE void q8_0_step(const BlockQ8_0* w, const Q16Pair* x, size_t row_stride, __m512 (&acc)[NR]) {
   const __m512i codes = q8_0_codes<Pair>(w);
   const __m512i shifted = _mm512_xor_si512(codes, _mm512_set1_epi8(static_cast<char>(0x80)));
   const __m512 dw = q8_0_scales<Pair>(w);
   for (int i = 0; i < NR; ++i) {
-    const PreparedQuarter& a = x[i * row_stride];
+    const Q16Pair& a = x[i * row_stride];
     const __m512i high = _mm512_dpbusd_epi32(_mm512_load_si512(a.hi_offsets), shifted, _mm512_load_si512(a.hi));
     const __m512i sums = _mm512_dpbusd_epi32(_mm512_slli_epi32(high, 8), _mm512_load_si512(a.lo), codes);
     acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(dw, _mm512_load_ps(a.d)), acc[i]);
@@ -139,12 +84,13 @@ STAR_AVX512_INLINE void q8_0_step(const BlockQ8_0* w, const PreparedQuarter* x, 
 }
 
 template <int MR, int NR>
-STAR_AVX512 void q8_0_tile(const std::byte* w, size_t, const std::byte* x, size_t x_row_bytes, int64_t blocks, float* y,
+STAR_AVX512 void q8_0_tile(const std::byte* w, size_t, const std::byte* x, size_t x_row_bytes, int64_t k, float* y,
                            int64_t ldy, bool accumulate) {
+  const int64_t blocks = k / quant::kLegacyBlock;
   static_assert(MR == 1);
   const auto* wb = reinterpret_cast<const BlockQ8_0*>(w);
-  const auto* prepared = reinterpret_cast<const PreparedQuarter*>(x);
-  const size_t row_stride = x_row_bytes / sizeof(PreparedQuarter);
+  const auto* prepared = reinterpret_cast<const Q16Pair*>(x);
+  const size_t row_stride = x_row_bytes / sizeof(Q16Pair);
   __m512 acc[NR];
   for (int i = 0; i < NR; ++i) acc[i] = _mm512_setzero_ps();
   int64_t b = 0;
@@ -166,15 +112,15 @@ struct Q8_0Tile {
 
 void q6_k_q16_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
                           int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
-  thread_local std::vector<PreparedQuarter> prepared;  // per OpenMP worker, reused across calls
-  run_prepared_tiles<1, kTileCols, Q6_KTile>(prepared, prepare_row<32>, (k / kLegacyBlock + 1) / 2, w, w_row_bytes, m, x,
+  thread_local std::vector<Q16Pair> prepared;  // per OpenMP worker, reused across calls
+  run_prepared_tiles<1, kTileCols, Q6_KTile>(prepared, prepare_q16_pairs<32>, (k / kLegacyBlock + 1) / 2, w, w_row_bytes, m, x,
                                              x_row_bytes, n, k, y, ldy, accumulate);
 }
 
 void q8_0_q16_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
                           int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
-  thread_local std::vector<PreparedQuarter> prepared;  // per OpenMP worker, reused across calls
-  run_prepared_tiles<1, kTileCols, Q8_0Tile>(prepared, prepare_row<128>, (k / kLegacyBlock + 1) / 2, w, w_row_bytes, m, x,
+  thread_local std::vector<Q16Pair> prepared;  // per OpenMP worker, reused across calls
+  run_prepared_tiles<1, kTileCols, Q8_0Tile>(prepared, prepare_q16_pairs<128>, (k / kLegacyBlock + 1) / 2, w, w_row_bytes, m, x,
                                              x_row_bytes, n, k, y, ldy, accumulate);
 }
 

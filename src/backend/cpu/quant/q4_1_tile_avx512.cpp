@@ -11,18 +11,11 @@
 #include <cstring>
 #include <vector>
 
-#include "q16_block.h"
+#include "prepared_pairs_avx512.h"
 #include "row_dots.h"
 #include "row_tiles.h"
 #include "star/quant/blocks.h"
 #include "zmm_tile_store.h"
-
-// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wuninitialized reports.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
-#define STAR_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
-#define STAR_AVX512_INLINE __attribute__((always_inline, target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"))) inline
 
 namespace star::cpu::row_dots {
 namespace {
@@ -32,38 +25,6 @@ using quant::kLegacyBlock;
 
 constexpr int kTileRows = 4;
 constexpr int kTileCols = 4;
-
-// Two activation blocks (the second all zero past an odd row's end): int32 lanes 0-7 belong to
-// the first block, 8-15 to the second.
-struct alignas(64) PreparedPair {
-  uint8_t lo[64];
-  int8_t hi[64];
-  float d[16];
-  float s[16];  // s/8
-};
-
-// Two blocks' 32-byte code planes in one register (the second zero without a second block). Not a
-// lambda: a lambda does not take its enclosing function's target attribute.
-STAR_AVX512_INLINE __m512i plane(const void* first, const void* second, bool pair) {
-  const __m256i low = _mm256_loadu_si256(static_cast<const __m256i*>(first));
-  const __m256i high = pair ? _mm256_loadu_si256(static_cast<const __m256i*>(second)) : _mm256_setzero_si256();
-  return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
-}
-
-STAR_AVX512 void prepare_row(const std::byte* x, int64_t k, PreparedPair* out) {
-  const auto* xb = reinterpret_cast<const BlockQ16*>(x);
-  const int64_t blocks = k / kLegacyBlock;
-  for (int64_t b = 0; b < blocks; b += 2) {
-    const BlockQ16& first = xb[b];
-    const bool pair = b + 1 < blocks;
-    PreparedPair& p = out[b / 2];
-    _mm512_store_si512(p.lo, plane(first.lo, pair ? xb[b + 1].lo : nullptr, pair));
-    _mm512_store_si512(p.hi, plane(first.hi, pair ? xb[b + 1].hi : nullptr, pair));
-    const float d1 = pair ? xb[b + 1].d : 0.f, s1 = pair ? xb[b + 1].s : 0.f;
-    _mm512_store_ps(p.d, _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(first.d), _mm512_set1_ps(d1)));
-    _mm512_store_ps(p.s, _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(first.s / 8), _mm512_set1_ps(s1 / 8)));
-  }
-}
 
 // Two weight blocks as 128-bit lanes [block 0 low nibbles, its high nibbles, block 1 low, high];
 // without a second block its lanes are 0.
@@ -92,7 +53,7 @@ STAR_AVX512_INLINE __m512 weight_scales(const BlockQ4_1* b) {
 }
 
 template <int MR, int NR, bool Pair>
-STAR_AVX512_INLINE void step(const BlockQ4_1* w, size_t w_row_blocks, const PreparedPair* x, size_t x_row_pairs,
+STAR_AVX512_INLINE void step(const BlockQ4_1* w, size_t w_row_blocks, const Q16Pair* x, size_t x_row_pairs,
                              __m512 (&acc)[MR][NR]) {
   __m512i wq[MR];
   __m512 dw[MR], mw[MR];
@@ -102,7 +63,7 @@ STAR_AVX512_INLINE void step(const BlockQ4_1* w, size_t w_row_blocks, const Prep
     mw[r] = weight_scales<Pair, 2>(w + r * w_row_blocks);
   }
   for (int i = 0; i < NR; ++i) {
-    const PreparedPair& a = x[i * x_row_pairs];
+    const Q16Pair& a = x[i * x_row_pairs];
     const __m512i lo = _mm512_load_si512(a.lo), hi = _mm512_load_si512(a.hi);
     const __m512 dx = _mm512_load_ps(a.d), sx = _mm512_load_ps(a.s);
     for (int r = 0; r < MR; ++r) {
@@ -114,14 +75,15 @@ STAR_AVX512_INLINE void step(const BlockQ4_1* w, size_t w_row_blocks, const Prep
   }
 }
 
-// MR weight rows by NR prepared activation rows (x_row_bytes apart, whole PreparedPairs).
+// MR weight rows by NR prepared activation rows (x_row_bytes apart, whole Q16Pairs).
 template <int MR, int NR>
-STAR_AVX512 void tile(const std::byte* w, size_t w_row_bytes, const std::byte* x, size_t x_row_bytes, int64_t blocks,
+STAR_AVX512 void tile(const std::byte* w, size_t w_row_bytes, const std::byte* x, size_t x_row_bytes, int64_t k,
                       float* y, int64_t ldy, bool accumulate) {
+  const int64_t blocks = k / quant::kLegacyBlock;
   const auto* blocks_of = reinterpret_cast<const BlockQ4_1*>(w);
   const size_t row_blocks = w_row_bytes / sizeof(BlockQ4_1);
-  const auto* prepared = reinterpret_cast<const PreparedPair*>(x);
-  const size_t row_pairs = x_row_bytes / sizeof(PreparedPair);
+  const auto* prepared = reinterpret_cast<const Q16Pair*>(x);
+  const size_t row_pairs = x_row_bytes / sizeof(Q16Pair);
   __m512 acc[MR][NR];
   for (auto& row : acc) std::fill(std::begin(row), std::end(row), _mm512_setzero_ps());
   int64_t b = 0;
@@ -139,8 +101,8 @@ struct Tile {
 
 void q4_1_q16_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
                           int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
-  thread_local std::vector<PreparedPair> prepared;  // per OpenMP worker, reused across calls
-  run_prepared_tiles<kTileRows, kTileCols, Tile>(prepared, prepare_row, (k / kLegacyBlock + 1) / 2, w, w_row_bytes, m, x,
+  thread_local std::vector<Q16Pair> prepared;  // per OpenMP worker, reused across calls
+  run_prepared_tiles<kTileRows, kTileCols, Tile>(prepared, prepare_q16_pairs<0>, (k / kLegacyBlock + 1) / 2, w, w_row_bytes, m, x,
                                                  x_row_bytes, n, k, y, ldy, accumulate);
 }
 

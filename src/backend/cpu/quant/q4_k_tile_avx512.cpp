@@ -13,16 +13,10 @@
 #include <cstring>
 #include <vector>
 
+#include "avx512_target.h"
 #include "row_dots.h"
 #include "row_tiles.h"
 #include "star/quant/blocks.h"
-
-// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wuninitialized reports.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
-#define STAR_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
-#define STAR_AVX512_INLINE __attribute__((always_inline, target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"))) inline
 
 namespace star::cpu::row_dots {
 namespace {
@@ -72,8 +66,9 @@ STAR_AVX512_INLINE __m128i scales_and_mins(const uint8_t packed[quant::kScaleByt
 
 // One weight row by NR prepared activation rows (x_row_bytes apart, whole PreparedSuperBlocks).
 template <int MR, int NR>
-STAR_AVX512 void tile(const std::byte* w, size_t, const std::byte* x, size_t x_row_bytes, int64_t blocks, float* y,
+STAR_AVX512 void tile(const std::byte* w, size_t, const std::byte* x, size_t x_row_bytes, int64_t k, float* y,
                       int64_t ldy, bool accumulate) {
+  const int64_t blocks = k / quant::kLegacyBlock;
   static_assert(MR == 1);
   const auto* wb = reinterpret_cast<const BlockQ4_K*>(w);
   const auto* prepared = reinterpret_cast<const PreparedSuperBlock*>(x);

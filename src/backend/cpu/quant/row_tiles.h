@@ -1,4 +1,4 @@
-// The driver shared by the register tiles (tile_avx2.cpp, tile_avx512.cpp): m weight rows by n
+// The driver shared by the register tiles (tile_avx2.cpp and the *_avx512.cpp ones): m weight rows by n
 // activation rows as whole MaxRows x MaxCols tiles plus the smaller edge tiles, each a separate
 // instantiation of the same code, so an output's arithmetic does not depend on its tile.
 #pragma once
@@ -10,14 +10,13 @@
 #include <utility>
 #include <vector>
 
-#include "star/quant/blocks.h"
+#include "star/backend/cpu/dot_kernels.h"
 
 namespace star::cpu::row_dots {
 
-// MR weight rows (w_row_bytes apart) by NR activation rows over `blocks` 32-element blocks into
-// y[i·ldy + r].
-using TileFn = void (*)(const std::byte* w, size_t w_row_bytes, const std::byte* x, size_t x_row_bytes,
-                        int64_t blocks, float* y, int64_t ldy, bool accumulate);
+// MR weight rows (w_row_bytes apart) by NR activation rows of k elements into y[i·ldy + r].
+using TileFn = void (*)(const std::byte* w, size_t w_row_bytes, const std::byte* x, size_t x_row_bytes, int64_t k,
+                        float* y, int64_t ldy, bool accumulate);
 
 // Tile<MR, NR>::fn for 1 <= MR <= MaxRows, 1 <= NR <= MaxCols.
 template <int MaxRows, int MaxCols, template <int, int> class Tile>
@@ -29,7 +28,6 @@ void run_tiles(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byt
   constexpr auto kTiles = []<size_t... I>(std::index_sequence<I...>) {
     return std::array<TileFn, sizeof...(I)>{Tile<static_cast<int>(I) / MaxCols + 1, static_cast<int>(I) % MaxCols + 1>::fn...};
   }(std::make_index_sequence<MaxRows * MaxCols>());
-  const int64_t blocks = k / quant::kLegacyBlock;
   // A single activation row has nothing to share across weight rows: one weight row at a time
   // keeps the weight one sequential stream (two interleaved rows read a 25 MB output projection
   // 10-40% slower on AVX2).
@@ -39,7 +37,7 @@ void run_tiles(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byt
     for (int64_t i = 0; i < n; i += MaxCols) {
       const int64_t cols = std::min<int64_t>(MaxCols, n - i);
       kTiles[static_cast<size_t>((rows - 1) * MaxCols + cols - 1)](w + r * w_row_bytes, w_row_bytes, x + i * x_row_bytes,
-                                                                   x_row_bytes, blocks, y + i * ldy + r, ldy, accumulate);
+                                                                   x_row_bytes, k, y + i * ldy + r, ldy, accumulate);
     }
   }
 }
@@ -59,7 +57,7 @@ void run_prepared_tiles(std::vector<Prepared>& scratch, void (*prepare)(const st
 }
 
 // The one-row dot of a kernel whose RowTile is `tile`: its 1x1 case.
-template <void (*tile)(const std::byte*, size_t, int64_t, const std::byte*, size_t, int64_t, int64_t, float*, int64_t, bool)>
+template <RowTile tile>
 float one_row_dot(const std::byte* w, const std::byte* x, int64_t k) {
   float y;
   tile(w, 0, 1, x, 0, 1, k, &y, 0, false);

@@ -56,7 +56,8 @@ STAR_AVX2_INLINE void store(__m256 (&acc)[MR][NR], float* y, int64_t ldy, bool a
 
 template <class Codes, int MR, int NR>
 STAR_AVX2_BLOCKS void int8_tile(const std::byte* w, size_t w_row_bytes, const std::byte* x, size_t x_row_bytes,
-                                int64_t blocks, float* y, int64_t ldy, bool accumulate) {
+                                int64_t k, float* y, int64_t ldy, bool accumulate) {
+  const int64_t blocks = k / quant::kLegacyBlock;
   __m256 acc[MR][NR];
   for (auto& row : acc) std::fill(std::begin(row), std::end(row), _mm256_setzero_ps());
   const __m256i ones = _mm256_set1_epi16(1);
@@ -92,7 +93,8 @@ STAR_AVX2_INLINE __m256 widened_codes(const int8_t* qs) {
 // leaves the FMA latency hidden even with a single output.
 template <int MR, int NR>
 STAR_AVX2_BLOCKS void q8_0_f32_tile(const std::byte* w, size_t w_row_bytes, const std::byte* x, size_t x_row_bytes,
-                                    int64_t blocks, float* y, int64_t ldy, bool accumulate) {
+                                    int64_t k, float* y, int64_t ldy, bool accumulate) {
+  const int64_t blocks = k / quant::kLegacyBlock;
   __m256 acc[MR][NR];
   for (auto& row : acc) std::fill(std::begin(row), std::end(row), _mm256_setzero_ps());
   for (int64_t b = 0; b < blocks; ++b) {
@@ -131,19 +133,19 @@ struct FloatTile {
 
 float q8_0_q8_0_avx2(const std::byte* w, const std::byte* x, int64_t k) {
   float y;
-  int8_tile<Q8_0Codes, 1, 1>(w, 0, x, 0, k / kLegacyBlock, &y, 0, false);
+  int8_tile<Q8_0Codes, 1, 1>(w, 0, x, 0, k, &y, 0, false);
   return y;
 }
 
 float q4_0_q8_0_avx2(const std::byte* w, const std::byte* x, int64_t k) {
   float y;
-  int8_tile<Q4_0Codes, 1, 1>(w, 0, x, 0, k / kLegacyBlock, &y, 0, false);
+  int8_tile<Q4_0Codes, 1, 1>(w, 0, x, 0, k, &y, 0, false);
   return y;
 }
 
 float q8_0_f32_avx2(const std::byte* w, const std::byte* x, int64_t k) {
   float y;
-  q8_0_f32_tile<1, 1>(w, 0, x, 0, k / kLegacyBlock, &y, 0, false);
+  q8_0_f32_tile<1, 1>(w, 0, x, 0, k, &y, 0, false);
   return y;
 }
 

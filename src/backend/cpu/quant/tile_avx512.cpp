@@ -41,7 +41,8 @@ STAR_AVX512_INLINE __m512 widened_codes(const int8_t* qs) {
 // dependent FMA per block and output, so the latency stays hidden even with a single output).
 template <int MR, int NR>
 STAR_AVX512 void q8_0_f32_tile(const std::byte* w, size_t w_row_bytes, const std::byte* x, size_t x_row_bytes,
-                               int64_t blocks, float* y, int64_t ldy, bool accumulate) {
+                               int64_t k, float* y, int64_t ldy, bool accumulate) {
+  const int64_t blocks = k / quant::kLegacyBlock;
   __m512 acc[MR][NR];
   for (auto& row : acc) std::fill(std::begin(row), std::end(row), _mm512_setzero_ps());
   for (int64_t b = 0; b < blocks; ++b) {
@@ -73,7 +74,7 @@ struct FloatTile {
 
 float q8_0_f32_avx512(const std::byte* w, const std::byte* x, int64_t k) {
   float y;
-  q8_0_f32_tile<1, 1>(w, 0, x, 0, k / kLegacyBlock, &y, 0, false);
+  q8_0_f32_tile<1, 1>(w, 0, x, 0, k, &y, 0, false);
   return y;
 }
 
