@@ -16,6 +16,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -39,28 +40,13 @@ struct Q4_0Codes {
   using Block = BlockQ4_0;
   static constexpr int kOffset = 8;
 
-  // Two weight blocks as 128-bit lanes [block 0 low nibbles, its high nibbles, block 1 low, high],
-  // element order within each block; without a second block its lanes are 0.
   template <bool Pair>
   STAR_AVX512_INLINE static __m512i codes(const BlockQ4_0* b) {
-    const __m128i* qs0 = reinterpret_cast<const __m128i*>(b[0].qs);
-    const __m512i packed = Pair ? _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(_mm_loadu_si128(qs0)), 0xff00,
-                                                               _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1].qs)))
-                                : _mm512_maskz_broadcast_i32x4(0x00ff, _mm_loadu_si128(qs0));
-    const __m512i shifts = _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0);
-    return _mm512_and_si512(_mm512_srlv_epi64(packed, shifts), _mm512_set1_epi8(0x0f));
+    return nibble_pair<Pair>(b);
   }
-
-  // The two blocks' f16 scales as float lanes [d0 ×8, d1 ×8] (d1 = 0 without a second block). A
-  // pair of 18-byte blocks spans 36 bytes, so the 32 loaded here lie within it.
   template <bool Pair>
   STAR_AVX512_INLINE static __m512 scales(const BlockQ4_0* b) {
-    if constexpr (!Pair) return _mm512_maskz_mov_ps(0x00ff, _mm512_set1_ps(_cvtsh_ss(b[0].d)));
-    const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
-    // Block 1's d sits at byte 18: bytes 2-3 of the upper 128-bit half.
-    const __m256i spread = _mm256_shuffle_epi8(
-        bytes, _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3));
-    return _mm512_cvtph_ps(spread);
+    return f16_pair<Pair, BlockQ4_0, offsetof(BlockQ4_0, d)>(b);
   }
 };
 
@@ -68,25 +54,15 @@ struct Q8_0Codes {
   using Block = BlockQ8_0;
   static constexpr int kOffset = 128;
 
+  // Without a second block its codes read 128 after the flip, times the zero activations its
+  // offsets were made from.
   template <bool Pair>
   STAR_AVX512_INLINE static __m512i codes(const BlockQ8_0* b) {
-    const __m256i first = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[0].qs));
-    const __m256i second = Pair ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[1].qs)) : _mm256_setzero_si256();
-    const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1);
-    // Without a second block its codes must read 0 as well: 128 after the flip, times the zero
-    // activations its offsets were made from.
-    return _mm512_xor_si512(both, _mm512_set1_epi8(static_cast<char>(0x80)));
+    return _mm512_xor_si512(q8_0_pair<Pair>(b), _mm512_set1_epi8(static_cast<char>(0x80)));
   }
-
   template <bool Pair>
   STAR_AVX512_INLINE static __m512 scales(const BlockQ8_0* b) {
-    if constexpr (!Pair) return _mm512_maskz_mov_ps(0x00ff, _mm512_set1_ps(_cvtsh_ss(b[0].d)));
-    // 16 bytes from each block's start: its d in bytes 0-1.
-    const __m256i both = _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 1)),
-                                          _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
-    const __m256i spread = _mm256_shuffle_epi8(
-        both, _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1));
-    return _mm512_cvtph_ps(spread);
+    return f16_pair<Pair, BlockQ8_0, offsetof(BlockQ8_0, d)>(b);
   }
 };
 

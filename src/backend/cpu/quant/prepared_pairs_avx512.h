@@ -1,4 +1,5 @@
-// Activation rows re-laid once per call for the AVX-512 register tiles, two 32-element blocks a
+// Two 32-element blocks a 64-byte register, for the AVX-512 register tiles: activation rows re-laid
+// once per call, and weight block pairs loaded in the same lanes. Activations come two blocks a
 // 64-byte register (the second all zero past an odd row's end): int32 lanes 0-7 belong to the
 // first block, 8-15 to the second, d_x sits in its block's lanes, and the weight codes can go into
 // vpdpbusd as its unsigned operand: they are stored + Offset (Q4_0's nibbles: 8, Q8_0's codes with
@@ -8,6 +9,7 @@
 
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "avx512_target.h"
@@ -94,6 +96,48 @@ STAR_AVX512_INLINE __m512i q16_sums(__m512i codes, const Q16Pair& a) {
   const __m512i high = _mm512_dpbusd_epi32(_mm512_load_si512(a.hi_offsets), codes, _mm512_load_si512(a.hi));
   const __m512i start = _mm512_add_epi32(_mm512_slli_epi32(high, 8), _mm512_load_si512(a.lo_offsets));
   return _mm512_dpbusd_epi32(start, _mm512_load_si512(a.lo), codes);
+}
+
+// Two Q4_0 or Q4_1 blocks' nibbles (0..15) as 128-bit lanes [block 0 low nibbles, its high
+// nibbles, block 1 low, high], element order within each block; without a second block its lanes
+// are 0.
+template <bool Pair, class Block>
+STAR_AVX512_INLINE __m512i nibble_pair(const Block* b) {
+  const __m128i* qs0 = reinterpret_cast<const __m128i*>(b[0].qs);
+  const __m512i packed = Pair ? _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(_mm_loadu_si128(qs0)), 0xff00,
+                                                             _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1].qs)))
+                              : _mm512_maskz_broadcast_i32x4(0x00ff, _mm_loadu_si128(qs0));
+  const __m512i shifts = _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0);
+  return _mm512_and_si512(_mm512_srlv_epi64(packed, shifts), _mm512_set1_epi8(0x0f));
+}
+
+// Two Q8_0 blocks' codes (signed); without a second block its codes are 0.
+template <bool Pair>
+STAR_AVX512_INLINE __m512i q8_0_pair(const quant::BlockQ8_0* b) {
+  return block_pair(b[0].qs, Pair ? b[1].qs : nullptr, Pair);
+}
+
+// The f16 at byte Field of two consecutive blocks as float lanes [block 0 ×8, block 1 ×8] (block
+// 1's 0 without it). Where both lie in the first 32 bytes (18- and 20-byte blocks), one load and a
+// shuffle within each 128-bit half; else a 16-byte load from each.
+template <bool Pair, class Block, size_t Field>
+STAR_AVX512_INLINE __m512 f16_pair(const Block* b) {
+  const auto* bytes = reinterpret_cast<const char*>(b);
+  if constexpr (!Pair) {
+    uint16_t bits;
+    __builtin_memcpy(&bits, bytes + Field, 2);
+    return _mm512_maskz_mov_ps(0x00ff, _mm512_set1_ps(_cvtsh_ss(bits)));
+  }
+  constexpr bool kOneLoad = sizeof(Block) + Field + 2 <= 32;
+  constexpr char lo = kOneLoad ? Field : 0, hi = kOneLoad ? sizeof(Block) + Field - 16 : 0;
+  const __m256i loaded =
+      kOneLoad ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes))
+               : _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + sizeof(Block) + Field)),
+                                  _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + Field)));
+  const __m256i spread = _mm256_shuffle_epi8(
+      loaded, _mm256_setr_epi8(lo, lo + 1, lo, lo + 1, lo, lo + 1, lo, lo + 1, lo, lo + 1, lo, lo + 1, lo, lo + 1, lo, lo + 1,
+                               hi, hi + 1, hi, hi + 1, hi, hi + 1, hi, hi + 1, hi, hi + 1, hi, hi + 1, hi, hi + 1, hi, hi + 1));
+  return _mm512_cvtph_ps(spread);
 }
 
 }  // namespace star::cpu::row_dots

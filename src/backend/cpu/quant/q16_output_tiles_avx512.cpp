@@ -13,6 +13,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <vector>
 
 #include "prepared_pairs_avx512.h"
@@ -50,31 +51,11 @@ STAR_AVX512 void q6_k_tile(const std::byte* w, size_t, const std::byte* x, size_
   store_row(acc, NR, y, ldy, accumulate);
 }
 
-// Two Q8_0 weight blocks' codes and scales in Q16Pair's lanes; without a second block its
-// codes and scale are 0.
-template <bool Pair>
-STAR_AVX512_INLINE __m512i q8_0_codes(const BlockQ8_0* b) {
-  const __m256i first = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[0].qs));
-  const __m256i second = Pair ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[1].qs)) : _mm256_setzero_si256();
-  return _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1);
-}
-
-template <bool Pair>
-STAR_AVX512_INLINE __m512 q8_0_scales(const BlockQ8_0* b) {
-  if constexpr (!Pair) return _mm512_maskz_mov_ps(0x00ff, _mm512_set1_ps(_cvtsh_ss(b[0].d)));
-  // Each 16 bytes from a block's start: its d in bytes 0-1.
-  const __m256i both = _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 1)),
-                                        _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
-  const __m256i spread = _mm256_shuffle_epi8(
-      both, _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1));
-  return _mm512_cvtph_ps(spread);
-}
-
 template <bool Pair, int NR>
 STAR_AVX512_INLINE void q8_0_step(const BlockQ8_0* w, const Q16Pair* x, size_t row_stride, __m512 (&acc)[NR]) {
-  const __m512i codes = q8_0_codes<Pair>(w);
+  const __m512i codes = q8_0_pair<Pair>(w);
   const __m512i shifted = _mm512_xor_si512(codes, _mm512_set1_epi8(static_cast<char>(0x80)));
-  const __m512 dw = q8_0_scales<Pair>(w);
+  const __m512 dw = f16_pair<Pair, BlockQ8_0, offsetof(BlockQ8_0, d)>(w);
   for (int i = 0; i < NR; ++i) {
     const Q16Pair& a = x[i * row_stride];
     const __m512i high = _mm512_dpbusd_epi32(_mm512_load_si512(a.hi_offsets), shifted, _mm512_load_si512(a.hi));

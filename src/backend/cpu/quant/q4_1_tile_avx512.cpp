@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -26,41 +27,15 @@ using quant::kLegacyBlock;
 constexpr int kTileRows = 4;
 constexpr int kTileCols = 4;
 
-// Two weight blocks as 128-bit lanes [block 0 low nibbles, its high nibbles, block 1 low, high];
-// without a second block its lanes are 0.
-template <bool Pair>
-STAR_AVX512_INLINE __m512i weight_codes(const BlockQ4_1* b) {
-  const __m128i* qs0 = reinterpret_cast<const __m128i*>(b[0].qs);
-  const __m512i packed = Pair ? _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(_mm_loadu_si128(qs0)), 0xff00,
-                                                             _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1].qs)))
-                              : _mm512_maskz_broadcast_i32x4(0x00ff, _mm_loadu_si128(qs0));
-  const __m512i shifts = _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0);
-  return _mm512_and_si512(_mm512_srlv_epi64(packed, shifts), _mm512_set1_epi8(0x0f));
-}
-
-// The two blocks' f16 d (first = 0) or m (first = 2) as float lanes [block 0 ×8, block 1 ×8]. A
-// pair of 20-byte blocks spans 40 bytes, so the 32 loaded here lie within it; block 1's d and m
-// sit at bytes 4-7 of the upper 128-bit half.
-template <bool Pair, int First>
-STAR_AVX512_INLINE __m512 weight_scales(const BlockQ4_1* b) {
-  if constexpr (!Pair) return _mm512_maskz_mov_ps(0x00ff, _mm512_set1_ps(_cvtsh_ss(First == 0 ? b[0].d : b[0].m)));
-  const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
-  constexpr char a = First, c = First + 4;
-  const __m256i spread = _mm256_shuffle_epi8(
-      bytes, _mm256_setr_epi8(a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1,
-                              c, c + 1, c, c + 1, c, c + 1, c, c + 1, c, c + 1, c, c + 1, c, c + 1, c, c + 1));
-  return _mm512_cvtph_ps(spread);
-}
-
 template <int MR, int NR, bool Pair>
 STAR_AVX512_INLINE void step(const BlockQ4_1* w, size_t w_row_blocks, const Q16Pair* x, size_t x_row_pairs,
                              __m512 (&acc)[MR][NR]) {
   __m512i wq[MR];
   __m512 dw[MR], mw[MR];
   for (int r = 0; r < MR; ++r) {
-    wq[r] = weight_codes<Pair>(w + r * w_row_blocks);
-    dw[r] = weight_scales<Pair, 0>(w + r * w_row_blocks);
-    mw[r] = weight_scales<Pair, 2>(w + r * w_row_blocks);
+    wq[r] = nibble_pair<Pair>(w + r * w_row_blocks);
+    dw[r] = f16_pair<Pair, BlockQ4_1, offsetof(BlockQ4_1, d)>(w + r * w_row_blocks);
+    mw[r] = f16_pair<Pair, BlockQ4_1, offsetof(BlockQ4_1, m)>(w + r * w_row_blocks);
   }
   for (int i = 0; i < NR; ++i) {
     const Q16Pair& a = x[i * x_row_pairs];
