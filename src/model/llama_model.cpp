@@ -9,6 +9,13 @@
 #include "star/backend/cpu/swiglu.h"
 
 namespace star {
+namespace {
+
+// llama.cpp's default micro-batch. Past about 128 rows a product of the stored weights runs at
+// its full rate (star-bench matmul), so the split costs nothing measurable.
+constexpr int64_t kFfnChunkRows = 512;
+
+}  // namespace
 
 Result<LlamaModel> LlamaModel::create(LlamaConfig config, LlamaWeights weights) {
   Result<cpu::RopeTable> rope = cpu::RopeTable::create(config.head_dim, config.rope_theta, config.rope_scaling);
@@ -57,8 +64,12 @@ Result<std::vector<float>> LlamaModel::hidden(std::span<const int32_t> tokens, s
   if (Status s = attention.begin(n); !s.ok()) return s;
 
   const int64_t dim = c.dim, qd = c.q_dim(), kvd = c.kv_dim(), hid = c.hidden_dim;
+  // The FFN's two hidden-width buffers are the forward's largest: a long prompt's FFN runs in
+  // chunks of equal size up to kFfnChunkRows rows, each large enough to multiply at full speed.
+  const int64_t ffn_chunks = std::max<int64_t>(1, (n + kFfnChunkRows - 1) / kFfnChunkRows);  // n may be 0
+  const int64_t ffn_rows = (n + ffn_chunks - 1) / ffn_chunks;
   std::vector<float> x(n * dim), h(n * dim), q(n * qd), k(n * kvd), v(n * kvd), att(n * qd);
-  std::vector<float> gate(n * hid), up(n * hid);
+  std::vector<float> gate(ffn_rows * hid), up(ffn_rows * hid);
 
   cpu::embedding_lookup(weights_.embed, tokens.data(), n, x.data());
   for (int64_t l = 0; l < c.n_layers; ++l) {
@@ -71,9 +82,12 @@ Result<std::vector<float>> LlamaModel::hidden(std::span<const int32_t> tokens, s
     cpu::matmul(att.data(), n, w.wo, x.data(), /*accumulate=*/true);
 
     cpu::rms_norm(x.data(), n, dim, w.ffn_norm.f32(), static_cast<float>(c.rms_norm_eps), h.data());
-    cpu::matmul_shared_input(h.data(), n, {{&w.w_gate, gate.data()}, {&w.w_up, up.data()}});
-    cpu::swiglu(gate.data(), up.data(), n * hid, gate.data());
-    cpu::matmul(gate.data(), n, w.w_down, x.data(), /*accumulate=*/true);
+    for (int64_t first = 0; first < n; first += ffn_rows) {
+      const int64_t rows = std::min(ffn_rows, n - first);
+      cpu::matmul_shared_input(h.data() + first * dim, rows, {{&w.w_gate, gate.data()}, {&w.w_up, up.data()}});
+      cpu::swiglu(gate.data(), up.data(), rows * hid, gate.data());
+      cpu::matmul(gate.data(), rows, w.w_down, x.data() + first * dim, /*accumulate=*/true);
+    }
   }
   return x;
 }

@@ -1,9 +1,12 @@
 // cpu::matmul over weights of every stored type: up to row_dot_max_rows activation rows it equals
 // the scalar version of its row-dot kernel (few_rows_kernel) element by element (up to
-// re-association), and each row of the product is that row's product alone, bit for bit; past it, and for the types without a row-dot kernel at any row count, it
-// equals sgemm on the dequantized weight (up to float rounding). matmul_wide_activations equals
-// that sgemm at every row count (up to its Q16 rounding where it has a Q16 kernel);
-// matmul_shared_input equals one matmul per weight.
+// re-association), and each row of the product is that row's product alone, bit for bit; past it,
+// the types the int8 panels take on AVX-512 equal the same scalar row dots (their activations are
+// rounded the same way) and each row does not depend on its place in the product; the other types,
+// and every type on AVX2, equal sgemm on the dequantized weight (up to float rounding), as do the
+// types without a row-dot kernel at any row count. matmul_wide_activations equals that sgemm at
+// every row count (up to its Q16 rounding where it has a Q16 kernel); matmul_shared_input equals
+// one matmul per weight.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -49,6 +52,33 @@ std::vector<double> magnitudes(const std::vector<float>& x, int64_t n, const Cas
   return std::vector<double>(out.begin(), out.end());
 }
 
+// matmul of n rows against the scalar row dot of its kernel's activation type, each output.
+void expect_scalar_row_dots(DType type, const cpu::DotKernel& scalar, const Case& c, int64_t m, int64_t k,
+                            std::initializer_list<int64_t> row_counts, std::mt19937& rng) {
+  for (int64_t n : row_counts) {
+    for (bool accumulate : {false, true}) {
+      const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);
+      const auto y0 = testing::random_tensor(static_cast<size_t>(n * m), rng);
+      std::vector<float> y = y0;
+      cpu::matmul(x.data(), n, c.w, y.data(), accumulate);
+      const auto mag = magnitudes(x, n, c, m, k);
+      std::vector<std::byte> xq(cpu::activation_row_bytes(scalar.activation_type, k));
+      for (int64_t i = 0; i < n; ++i) {
+        cpu::quantize_activation_row(scalar.activation_type, x.data() + i * k, k, xq.data());
+        for (int64_t j = 0; j < m; ++j) {
+          const float want =
+              scalar.dot(c.bytes.data() + j * c.w.row_bytes(), xq.data(), k) + (accumulate ? y0[i * m + j] : 0.f);
+          // Re-association of the k/block (or k) float sums, with the activation rounding's
+          // slack on the magnitude (the kernels sum ŵ·x̂, not ŵ·x).
+          const double tolerance = (static_cast<double>(k) + 16) * std::ldexp(1.0, -23) * 1.1 * mag[i * m + j] +
+                                   std::ldexp(1.0, -23) * std::fabs(y0[i * m + j]);
+          ASSERT_NEAR(y[i * m + j], want, tolerance) << dtype_name(type) << " n=" << n << " [" << i << "," << j << "]";
+        }
+      }
+    }
+  }
+}
+
 TEST(StoredMatmul, FewRowsEqualTheScalarRowDot) {
   std::mt19937 rng(21);
   const int64_t m = 70, k = 256;
@@ -58,26 +88,47 @@ TEST(StoredMatmul, FewRowsEqualTheScalarRowDot) {
     ASSERT_NE(scalar, nullptr);
     const Case c = random_case(type, m, k, rng);
     const int64_t limit = cpu::row_dot_max_rows(*cpu::few_rows_kernel(type, cpu::best_isa()));
-    for (int64_t n : {int64_t{1}, int64_t{3}, cpu::kRowDotMaxRows, limit}) {
-      for (bool accumulate : {false, true}) {
-        const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);
-        const auto y0 = testing::random_tensor(static_cast<size_t>(n * m), rng);
-        std::vector<float> y = y0;
-        cpu::matmul(x.data(), n, c.w, y.data(), accumulate);
-        const auto mag = magnitudes(x, n, c, m, k);
-        std::vector<std::byte> xq(cpu::activation_row_bytes(scalar->activation_type, k));
-        for (int64_t i = 0; i < n; ++i) {
-          cpu::quantize_activation_row(scalar->activation_type, x.data() + i * k, k, xq.data());
-          for (int64_t j = 0; j < m; ++j) {
-            const float want = scalar->dot(c.bytes.data() + j * c.w.row_bytes(), xq.data(), k) +
-                               (accumulate ? y0[i * m + j] : 0.f);
-            // Re-association of the k/block (or k) float sums, with the activation rounding's
-            // slack on the magnitude (the kernels sum ŵ·x̂, not ŵ·x).
-            const double tolerance = (static_cast<double>(k) + 16) * std::ldexp(1.0, -23) * 1.1 * mag[i * m + j] +
-                                     std::ldexp(1.0, -23) * std::fabs(y0[i * m + j]);
-            ASSERT_NEAR(y[i * m + j], want, tolerance) << dtype_name(type) << " n=" << n << " [" << i << "," << j << "]";
-          }
-        }
+    expect_scalar_row_dots(type, *scalar, c, m, k, {int64_t{1}, int64_t{3}, cpu::kRowDotMaxRows, limit}, rng);
+  }
+}
+
+const DType kPanelTypes[] = {DType::kQ4_0, DType::kQ5_0, DType::kQ8_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+
+// Many rows on the int8 panels: Q8_0 activations, as the scalar row dots of these types take them;
+// m = 70 is two whole 32-row tiles and 6 rows of a third, the row counts whole and partial
+// 6-row tiles.
+TEST(StoredMatmul, ManyRowsOnInt8PanelsEqualTheScalarRowDot) {
+  std::mt19937 rng(29);
+  const int64_t m = 70, k = 512;
+  for (DType type : kPanelTypes) {
+    if (!cpu::int8_panels_for(type, cpu::best_isa())) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+    const cpu::DotKernel* scalar = cpu::find_dot_kernel(type, cpu::Isa::kScalar);
+    ASSERT_NE(scalar, nullptr);
+    ASSERT_EQ(scalar->activation_type, cpu::ActivationType::kQ8_0);
+    const Case c = random_case(type, m, k, rng);
+    const int64_t limit = cpu::row_dot_max_rows(*cpu::few_rows_kernel(type, cpu::best_isa()));
+    expect_scalar_row_dots(type, *scalar, c, m, k, {limit + 1, limit + 6, 100}, rng);
+  }
+}
+
+// And each output is computed by the same instructions wherever its row falls in the product:
+// rows [s, s + n) of one call equal rows [0, n) of a call on them alone, bit for bit.
+TEST(StoredMatmul, Int8PanelRowsDoNotDependOnTheirPlace) {
+  std::mt19937 rng(31);
+  const int64_t m = 70, k = 512, total = 80;
+  for (DType type : kPanelTypes) {
+    if (!cpu::int8_panels_for(type, cpu::best_isa())) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+    const Case c = random_case(type, m, k, rng);
+    const auto x = testing::random_tensor(static_cast<size_t>(total * k), rng);
+    std::vector<float> all(static_cast<size_t>(total * m));
+    cpu::matmul(x.data(), total, c.w, all.data());
+    for (int64_t start : {int64_t{1}, int64_t{5}, int64_t{13}}) {
+      const int64_t n = total - start - 7;
+      std::vector<float> part(static_cast<size_t>(n * m));
+      cpu::matmul(x.data() + start * k, n, c.w, part.data());
+      for (int64_t e = 0; e < n * m; ++e) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(part[e]), std::bit_cast<uint32_t>(all[start * m + e]))
+            << dtype_name(type) << " rows from " << start << ", element " << e;
       }
     }
   }
@@ -128,8 +179,9 @@ std::vector<float> rounded_to_bf16(const std::vector<float>& v) {
 }
 
 // Past kRowDotMaxRows, on a CPU with AVX512-BF16, a BF16 weight multiplies x rounded to bf16
-// (oneDNN) and sums in float32: sgemm of the rounded operands up to re-association. Other types,
-// the ISA capped at AVX2, and few rows of the types without a row-dot kernel: sgemm of x and ŵ.
+// (oneDNN) and sums in float32: sgemm of the rounded operands up to re-association. Other types
+// (those on the int8 panels aside, tested above), the ISA capped at AVX2, and few rows of the
+// types without a row-dot kernel: sgemm of x and ŵ.
 TEST(StoredMatmul, ManyRowsAndOtherTypesEqualSgemmOfTheDequantizedWeight) {
   std::mt19937 rng(22);
   // k = 4096 gives 512-row float32 tiles of 8 MiB: m = 1100 takes whole tiles and a partial one.
@@ -146,6 +198,7 @@ TEST(StoredMatmul, ManyRowsAndOtherTypesEqualSgemmOfTheDequantizedWeight) {
       // Few rows of a type without a row-dot kernel: rows widened in L1, float32 dots.
       if (cpu::few_rows_kernel(type, cpu::Isa::kScalar) == nullptr) row_counts.insert(row_counts.end(), {1, 3});
       for (int64_t n : row_counts) {
+        if (n > limit && cpu::int8_panels_for(type, cpu::best_isa())) continue;
         const bool rounded = bf16_products && type == DType::kBF16 && n > limit;
         for (bool accumulate : {false, true}) {
           const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);

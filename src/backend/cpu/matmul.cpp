@@ -12,6 +12,7 @@
 #include "star/backend/cpu/dot_kernels.h"
 #include "star/backend/cpu/gemm.h"
 #include "star/quant/dequantize.h"
+#include "quant/int8_panels.h"
 #include "quant/widen_rows.h"
 #include "simd.h"
 
@@ -206,6 +207,10 @@ void matmul(const float* x, int64_t n, const WeightTensor& w, float* y, bool acc
     return;
   }
   if (w.dtype == DType::kBF16 && bf16_gemm_fast() && matmul_bf16_weights(x, n, w, y, accumulate)) return;
+  if (has_int8_panels(w.dtype, best_isa())) {
+    int8_panel_matmul(w.dtype, w.data, w.row_bytes(), m, k, x, n, y, m, accumulate);
+    return;
+  }
   matmul_widened_tiles(x, n, w, y, accumulate);
 }
 
@@ -249,6 +254,8 @@ int64_t row_dot_max_rows(const DotKernel& kernel) {
   return kernel.tile != nullptr ? kRowTileMaxRows : kRowDotMaxRows;
 }
 
+bool int8_panels_for(DType dtype, Isa isa) { return has_int8_panels(dtype, isa); }
+
 void matmul_forced(MatmulPath path, const float* x, int64_t n, const WeightTensor& w, float* y, bool wide_activations) {
   const DotKernel* kernel = wide_activations ? wide_activation_kernel(w.dtype, best_isa())
                                              : few_rows_kernel(w.dtype, best_isa());
@@ -261,6 +268,10 @@ void matmul_forced(MatmulPath path, const float* x, int64_t n, const WeightTenso
       return;
     case MatmulPath::kWidenedTiles:
       matmul_widened_tiles(x, n, w, y, /*accumulate=*/false);
+      return;
+    case MatmulPath::kInt8Panels:
+      assert(has_int8_panels(w.dtype, best_isa()));
+      int8_panel_matmul(w.dtype, w.data, w.row_bytes(), w.rows(), w.cols(), x, n, y, w.rows(), /*accumulate=*/false);
       return;
   }
 }

@@ -66,10 +66,13 @@ void matmul_wide_activations(const float* x, int64_t n, const WeightTensor& w, f
 
 // The ways matmul can multiply, forced (not accumulating), for `star-bench matmul`, which measures
 // where they cross: the row dots one (weight row, activation row) pair at a time, the same with the
-// kernel's register tile, and float32 tiles widened and multiplied with sgemm. The row-dot paths
+// kernel's register tile, float32 tiles widened and multiplied with sgemm, and int8 panels
+// (Q8_0 activations; the block types of quant/int8_panels.h on AVX-512 VNNI). The row-dot paths
 // need a kernel for w's type: few_rows_kernel's, or wide_activation_kernel's with wide_activations.
-enum class MatmulPath { kRowDots, kRowTiles, kWidenedTiles };
+enum class MatmulPath { kRowDots, kRowTiles, kWidenedTiles, kInt8Panels };
 void matmul_forced(MatmulPath path, const float* x, int64_t n, const WeightTensor& w, float* y, bool wide_activations);
+// Whether matmul takes the int8 panels for many rows of a `dtype` weight on `isa`.
+bool int8_panels_for(DType dtype, Isa isa);
 
 // out[count, cols] = rows [first, first + count) of w as float32 (exact for every stored type).
 void dequantize_weight_rows(const WeightTensor& w, int64_t first, int64_t count, float* out);

@@ -1,0 +1,47 @@
+// Many activation rows against a block-quantized weight in int8 products (AVX-512 VNNI): the
+// prefill matmul of Q4_0, Q5_0, Q8_0, Q4_K, Q5_K and Q6_K weights.
+//
+// Widening the weights to float32 for sgemm multiplies in float at 16 products an instruction;
+// vpdpbusd makes 64. So a strip of 16 weight rows is unpacked once, into one byte per element
+// (its code) and a float scale (and a K-quant's min) per sub-block, with the codes of the 16 rows
+// interleaved four at a time, one row per int32 lane: a "panel". Every activation row then meets
+// the panel four elements at a time, broadcast, and each lane sums one weight row's products
+// exactly per sub-block before the float scaling. The activations are rounded to Q8_0 blocks, as
+// for the row dots (dot_kernels.h), so every output equals its row dot's up to the order of the
+// float additions; and, each output being computed by the same instructions wherever it falls,
+// it does not depend on n or on its place in it.
+//
+// Q4_1 and Q5_1 stay on sgemm: their Q8 activations cost SmolLM2 its accuracy (matmul.cpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "star/backend/cpu/dot_kernels.h"
+#include "star/model/dtype.h"
+
+namespace star::cpu {
+
+// One weight row in the form a panel takes it: element j is scale·(codes[j] − offset) − min, with
+// scale (and min) per sub-block of `sub_block` elements.
+struct PanelRowFormat {
+  int sub_block;  // 32, or 16 for Q6_K
+  int offset;     // the zero point the unsigned codes carry (Q4_0: 8, Q8_0: 128), or 0
+  bool has_min;   // the K-quants' per-sub-block min (Q4_K, Q5_K)
+  // row (k elements, whole blocks) -> codes[k], scales[k / sub_block], mins[k / 32] if has_min.
+  void (*unpack)(const std::byte* row, int64_t k, uint8_t* codes, float* scales, float* mins);
+};
+
+// The format of `dtype`, or nullptr for the types the panels do not take.
+const PanelRowFormat* find_panel_row_format(DType dtype);
+
+// Whether int8_panel_matmul takes `dtype` on `isa` (a format and AVX-512 VNNI).
+bool has_int8_panels(DType dtype, Isa isa);
+
+// y[i·ldy + r] = Σ_j w[r, j]·x̂[i, j] (y += ... when `accumulate`) for r < m, i < n, where x̂ is x's
+// row i rounded to Q8_0 activation blocks and w's rows are w_row_bytes apart. Splits the weight
+// rows across the OpenMP threads. Requires has_int8_panels(dtype, best_isa()).
+void int8_panel_matmul(DType dtype, const std::byte* w, size_t w_row_bytes, int64_t m, int64_t k, const float* x,
+                       int64_t n, float* y, int64_t ldy, bool accumulate);
+
+}  // namespace star::cpu

@@ -1,0 +1,246 @@
+// The AVX-512 VNNI half of the int8 panels (int8_panels.h): activations re-laid once per call,
+// panels of 16 weight rows packed per thread, and the register tile that multiplies them.
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "avx512_target.h"
+#include "int8_panels.h"
+#include "star/quant/blocks.h"
+
+namespace star::cpu {
+namespace {
+
+using quant::BlockQ8_0;
+using quant::kLegacyBlock;
+
+constexpr int kLanes = 16;      // weight rows in a panel, one per int32 lane
+constexpr int kMaxPanels = 2;   // panels in a register tile: 32 weight rows
+constexpr int kMaxXRows = 6;    // activation rows in a register tile
+// 2·6 int32 sums, 2·6 float sums and the two panels' codes and scales: 28 of the 32 registers.
+
+// The activation rows as the tiles read them. Per row: its codes, the f16 scale d of each block
+// widened once, and what the weight's offset or min contributes through Σq: −offset·Σq per
+// sub-block (the start of that sub-block's int32 sums, so they come out as Σ (code − offset)·q),
+// or d·Σq per block (the min's factor).
+struct Activations {
+  std::vector<int8_t> codes;          // [n][k]
+  std::vector<float> d;               // [n][k / 32]
+  std::vector<int32_t> offset_sums;   // [n][k / sub_block], offset formats
+  std::vector<float> d_sums;          // [n][k / 32], min formats
+};
+
+void relay_activations(const PanelRowFormat& format, const float* x, int64_t n, int64_t k, Activations& a) {
+  const int64_t blocks = k / kLegacyBlock, subs = k / format.sub_block;
+  a.codes.resize(static_cast<size_t>(n * k));
+  a.d.resize(static_cast<size_t>(n * blocks));
+  a.offset_sums.resize(format.offset != 0 ? static_cast<size_t>(n * subs) : 0);
+  a.d_sums.resize(format.has_min ? static_cast<size_t>(n * blocks) : 0);
+#pragma omp parallel
+  {
+    std::vector<BlockQ8_0> row(static_cast<size_t>(blocks));
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      quantize_activation_row(ActivationType::kQ8_0, x + i * k, k, reinterpret_cast<std::byte*>(row.data()));
+      for (int64_t b = 0; b < blocks; ++b) {
+        const BlockQ8_0& block = row[static_cast<size_t>(b)];
+        const float d = f16_to_f32(block.d);
+        std::memcpy(a.codes.data() + i * k + b * kLegacyBlock, block.qs, kLegacyBlock);
+        a.d[static_cast<size_t>(i * blocks + b)] = d;
+        const int per_block = static_cast<int>(kLegacyBlock) / format.sub_block;
+        int32_t total = 0;
+        for (int s = 0; s < per_block; ++s) {
+          int32_t sum = 0;
+          for (int j = 0; j < format.sub_block; ++j) sum += block.qs[s * format.sub_block + j];
+          total += sum;
+          if (format.offset != 0) a.offset_sums[static_cast<size_t>(i * subs + b * per_block + s)] = -format.offset * sum;
+        }
+        if (format.has_min) a.d_sums[static_cast<size_t>(i * blocks + b)] = d * static_cast<float>(total);
+      }
+    }
+  }
+}
+
+// 16 weight rows: codes [k / 4][16 lanes][4], scales [k / sub_block][16], mins [k / 32][16].
+struct Panel {
+  const uint8_t* codes;
+  const float* scales;
+  const float* mins;
+};
+
+// Per thread: the unpacked rows of a panel (row-major) and kMaxPanels packed panels.
+struct PanelScratch {
+  std::vector<uint8_t> row_codes;
+  std::vector<float> row_scales, row_mins;
+  std::vector<uint8_t> codes;
+  std::vector<float> scales, mins;
+};
+
+void size_scratch(const PanelRowFormat& format, int64_t k, PanelScratch& s) {
+  const int64_t subs = k / format.sub_block, blocks = k / kLegacyBlock;
+  s.row_codes.resize(static_cast<size_t>(kLanes * k));
+  s.row_scales.resize(static_cast<size_t>(kLanes * subs));
+  s.row_mins.resize(static_cast<size_t>(kLanes * blocks));
+  s.codes.resize(static_cast<size_t>(kMaxPanels * kLanes * k));
+  s.scales.resize(static_cast<size_t>(kMaxPanels * kLanes * subs));
+  s.mins.resize(static_cast<size_t>(kMaxPanels * kLanes * blocks));
+}
+
+// Panel `index` of the scratch (sized by size_scratch) from `rows` <= 16 weight rows.
+STAR_AVX512 Panel pack_panel(const PanelRowFormat& format, const std::byte* w, size_t w_row_bytes, int64_t rows,
+                             int64_t k, PanelScratch& s, int index) {
+  const int64_t subs = k / format.sub_block, blocks = k / kLegacyBlock;
+  for (int64_t r = 0; r < kLanes; ++r) {
+    uint8_t* codes = s.row_codes.data() + r * k;
+    float* scales = s.row_scales.data() + r * subs;
+    float* mins = s.row_mins.data() + r * blocks;
+    if (r < rows) {
+      format.unpack(w + r * w_row_bytes, k, codes, scales, mins);
+    } else {  // zero scales (and mins) make the lanes past the last row sum to 0
+      std::fill(codes, codes + k, uint8_t{0});
+      std::fill(scales, scales + subs, 0.f);
+      std::fill(mins, mins + blocks, 0.f);
+    }
+  }
+  uint8_t* codes = s.codes.data() + index * kLanes * k;
+  float* scales = s.scales.data() + index * kLanes * subs;
+  float* mins = s.mins.data() + index * kLanes * blocks;
+  const __m512i row_starts = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                                _mm512_set1_epi32(static_cast<int>(k / 4)));
+  for (int64_t g = 0; g < k / 4; ++g) {
+    _mm512_storeu_si512(codes + g * 64, _mm512_i32gather_epi32(row_starts, s.row_codes.data() + 4 * g, 4));
+  }
+  for (int64_t j = 0; j < subs; ++j) {
+    for (int r = 0; r < kLanes; ++r) scales[j * kLanes + r] = s.row_scales[static_cast<size_t>(r * subs + j)];
+  }
+  if (format.has_min) {
+    for (int64_t j = 0; j < blocks; ++j) {
+      for (int r = 0; r < kLanes; ++r) mins[j * kLanes + r] = s.row_mins[static_cast<size_t>(r * blocks + j)];
+    }
+  }
+  return {codes, scales, mins};
+}
+
+STAR_AVX512_INLINE __m512i broadcast_dword(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return _mm512_set1_epi32(v);
+}
+
+// R activation rows from x_row by P panels (the last one's lanes up to `last_lanes` stored).
+template <int S, bool kOffset, bool kMin, int R, int P>
+STAR_AVX512 void panel_tile(const Panel* panels, const Activations& a, int64_t x_row, int64_t k, float* y,
+                            int64_t ldy, bool accumulate, __mmask16 last_lanes) {
+  constexpr int kGroups = S / 4;
+  const int64_t subs = k / S, blocks = k / kLegacyBlock;
+  __m512 acc[R][P];
+  for (int r = 0; r < R; ++r) {
+    for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
+  }
+  const int8_t* xs[R];
+  for (int r = 0; r < R; ++r) xs[r] = a.codes.data() + (x_row + r) * k;
+  for (int64_t sub = 0; sub < subs; ++sub) {
+    __m512i sum[R][P];
+    for (int r = 0; r < R; ++r) {
+      const __m512i start =
+          kOffset ? _mm512_set1_epi32(a.offset_sums[static_cast<size_t>((x_row + r) * subs + sub)]) : _mm512_setzero_si512();
+      for (int p = 0; p < P; ++p) sum[r][p] = start;
+    }
+#pragma GCC unroll 8
+    for (int g = 0; g < kGroups; ++g) {
+      __m512i w[P];
+      for (int p = 0; p < P; ++p) w[p] = _mm512_loadu_si512(panels[p].codes + (sub * kGroups + g) * 64);
+      for (int r = 0; r < R; ++r) {
+        const __m512i q = broadcast_dword(xs[r] + sub * S + 4 * g);
+        for (int p = 0; p < P; ++p) sum[r][p] = _mm512_dpbusd_epi32(sum[r][p], w[p], q);
+      }
+    }
+    const int64_t block = sub * S / kLegacyBlock;
+    __m512 scale[P];
+    for (int p = 0; p < P; ++p) scale[p] = _mm512_loadu_ps(panels[p].scales + sub * kLanes);
+    for (int r = 0; r < R; ++r) {
+      const __m512 d = _mm512_set1_ps(a.d[static_cast<size_t>((x_row + r) * blocks + block)]);
+      for (int p = 0; p < P; ++p) {
+        acc[r][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[r][p]), _mm512_mul_ps(scale[p], d), acc[r][p]);
+      }
+    }
+    if constexpr (kMin) {
+      __m512 min[P];
+      for (int p = 0; p < P; ++p) min[p] = _mm512_loadu_ps(panels[p].mins + block * kLanes);
+      for (int r = 0; r < R; ++r) {
+        const __m512 d_sum = _mm512_set1_ps(a.d_sums[static_cast<size_t>((x_row + r) * blocks + block)]);
+        for (int p = 0; p < P; ++p) acc[r][p] = _mm512_fnmadd_ps(min[p], d_sum, acc[r][p]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int p = 0; p < P; ++p) {
+      float* out = y + (x_row + r) * ldy + p * kLanes;
+      const __mmask16 lanes = p == P - 1 ? last_lanes : __mmask16{0xFFFF};
+      __m512 v = acc[r][p];
+      if (accumulate) v = _mm512_add_ps(_mm512_maskz_loadu_ps(lanes, out), v);
+      _mm512_mask_storeu_ps(out, lanes, v);
+    }
+  }
+}
+
+using TileFn = void (*)(const Panel*, const Activations&, int64_t, int64_t, float*, int64_t, bool, __mmask16);
+
+// panel_tile for P = 1..kMaxPanels by R = 1..kMaxXRows, index (P − 1)·kMaxXRows + R − 1.
+template <int S, bool kOffset, bool kMin>
+constexpr auto kTiles = []<size_t... I>(std::index_sequence<I...>) {
+  return std::array<TileFn, sizeof...(I)>{
+      panel_tile<S, kOffset, kMin, static_cast<int>(I) % kMaxXRows + 1, static_cast<int>(I) / kMaxXRows + 1>...};
+}(std::make_index_sequence<kMaxPanels * kMaxXRows>());
+
+const TileFn* tiles_for(const PanelRowFormat& format) {
+  if (format.sub_block == 16) return kTiles<16, true, false>.data();
+  if (format.has_min) return kTiles<32, false, true>.data();
+  return kTiles<32, true, false>.data();
+}
+
+}  // namespace
+
+bool has_int8_panels(DType dtype, Isa isa) {
+  return isa == Isa::kAvx512 && find_panel_row_format(dtype) != nullptr;
+}
+
+void int8_panel_matmul(DType dtype, const std::byte* w, size_t w_row_bytes, int64_t m, int64_t k, const float* x,
+                       int64_t n, float* y, int64_t ldy, bool accumulate) {
+  const PanelRowFormat& format = *find_panel_row_format(dtype);
+  // Reused across calls like matmul's other scratch; the OpenMP workers see it by reference.
+  thread_local Activations activations;
+  relay_activations(format, x, n, k, activations);
+  const Activations& a = activations;
+  const TileFn* tiles = tiles_for(format);
+  constexpr int64_t kTileRows = kMaxPanels * kLanes;
+  const int64_t units = (m + kTileRows - 1) / kTileRows;
+#pragma omp parallel
+  {
+    thread_local PanelScratch scratch;
+    size_scratch(format, k, scratch);
+    Panel panels[kMaxPanels];
+#pragma omp for schedule(static)
+    for (int64_t u = 0; u < units; ++u) {
+      const int64_t first = u * kTileRows, rows = std::min(kTileRows, m - first);
+      const int count = static_cast<int>((rows + kLanes - 1) / kLanes);
+      for (int p = 0; p < count; ++p) {
+        panels[p] = pack_panel(format, w + (first + p * kLanes) * w_row_bytes, w_row_bytes,
+                               std::min<int64_t>(kLanes, rows - p * kLanes), k, scratch, p);
+      }
+      const int last = static_cast<int>(rows - (count - 1) * kLanes);
+      const auto last_lanes = static_cast<__mmask16>((1u << last) - 1);
+      for (int64_t i = 0; i < n; i += kMaxXRows) {
+        const int r = static_cast<int>(std::min<int64_t>(kMaxXRows, n - i));
+        tiles[(count - 1) * kMaxXRows + r - 1](panels, a, i, k, y + first, ldy, accumulate, last_lanes);
+      }
+    }
+  }
+}
+
+}  // namespace star::cpu
