@@ -13,6 +13,7 @@
 
 #include "row_dots.h"
 #include "row_tiles.h"
+#include "weight_prefetch.h"
 #include "zmm_tile_store.h"
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wuninitialized reports.
@@ -64,6 +65,7 @@ STAR_AVX512 void tile(const std::byte* weights, size_t w_row_bytes, const std::b
   for (; j + 32 <= k; j += 32) {
     __m512 w0[MR], w1[MR];
     for (int r = 0; r < MR; ++r) {
+      prefetch_weights(w + r * w_row_elements + j);
       w0[r] = widen(w + r * w_row_elements + j, 0xffff);
       w1[r] = widen(w + r * w_row_elements + j + 16, 0xffff);
     }

@@ -20,6 +20,7 @@
 #include "q6_k_zmm.h"
 #include "row_dots.h"
 #include "row_tiles.h"
+#include "weight_prefetch.h"
 #include "zmm_tile_store.h"
 #include "star/quant/blocks.h"
 
@@ -75,7 +76,10 @@ STAR_AVX512 void q8_0_tile(const std::byte* w, size_t, const std::byte* x, size_
   __m512 acc[NR];
   for (int i = 0; i < NR; ++i) acc[i] = _mm512_setzero_ps();
   int64_t b = 0;
-  for (; b + 2 <= blocks; b += 2, wb += 2, ++prepared) q8_0_step<true>(wb, prepared, row_stride, acc);
+  for (; b + 2 <= blocks; b += 2, wb += 2, ++prepared) {
+    prefetch_weights(wb);
+    q8_0_step<true>(wb, prepared, row_stride, acc);
+  }
   if (b < blocks) q8_0_step<false>(wb, prepared, row_stride, acc);
   store_row(acc, NR, y, ldy, accumulate);
 }

@@ -16,6 +16,7 @@
 #include "row_dots.h"
 #include "row_tiles.h"
 #include "star/quant/blocks.h"
+#include "weight_prefetch.h"
 #include "zmm_tile_store.h"
 
 namespace star::cpu::row_dots {
@@ -62,7 +63,10 @@ STAR_AVX512 void tile(const std::byte* w, size_t w_row_bytes, const std::byte* x
   __m512 acc[MR][NR];
   for (auto& row : acc) std::fill(std::begin(row), std::end(row), _mm512_setzero_ps());
   int64_t b = 0;
-  for (; b + 2 <= blocks; b += 2, blocks_of += 2, ++prepared) step<MR, NR, true>(blocks_of, row_blocks, prepared, row_pairs, acc);
+  for (; b + 2 <= blocks; b += 2, blocks_of += 2, ++prepared) {
+    for (int r = 0; r < MR; ++r) prefetch_weights(blocks_of + r * row_blocks);
+    step<MR, NR, true>(blocks_of, row_blocks, prepared, row_pairs, acc);
+  }
   if (b < blocks) step<MR, NR, false>(blocks_of, row_blocks, prepared, row_pairs, acc);
   store(acc, y, ldy, accumulate);
 }

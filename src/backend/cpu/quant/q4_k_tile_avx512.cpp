@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "avx512_target.h"
+#include "weight_prefetch.h"
 #include "row_dots.h"
 #include "row_tiles.h"
 #include "star/quant/blocks.h"
@@ -87,6 +88,7 @@ STAR_AVX512 void tile(const std::byte* w, size_t, const std::byte* x, size_t x_r
     acc_min[i] = _mm256_setzero_ps();
   }
   for (int64_t sb = 0; sb < blocks / kSubBlocks; ++sb) {
+    prefetch_weights(wb + sb);
     const BlockQ4_K& block = wb[sb];
     const __m128i both = scales_and_mins(block.scales);
     const __m256 scales = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(block.d)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(both)));
