@@ -68,7 +68,10 @@ void matmul_row_dots(const float* x, int64_t n, std::span<const MatmulOutput> ou
   const int64_t unit_rows = tile != nullptr ? tile_chunk_rows(total_rows) : 1;
   int64_t total_units = 0;
   for (const Target& target : targets) total_units += (target.m + unit_rows - 1) / unit_rows;
-#pragma omp parallel for schedule(static)
+  // Dynamic: a worker that enters the region late (waking) takes fewer units instead of keeping
+  // the others waiting at its end (small Q4_0 decode: 148 -> 160 tokens/s, medians of 4 alternated
+  // runs; each output is computed the same way whichever thread takes its unit).
+#pragma omp parallel for schedule(dynamic, 1)
   for (int64_t g = 0; g < total_units; ++g) {
     int64_t u = g;
     size_t t = 0;
