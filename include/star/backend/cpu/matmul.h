@@ -12,8 +12,9 @@ namespace star::cpu {
 // Up to this many activation rows a product reads each weight row once, in its stored form: the
 // row-dot kernels of star/backend/cpu/dot_kernels.h where the type has one, else the row widened
 // in L1 and dotted in float32. Past it, where the arithmetic, not the weight bytes, is the cost:
-// on CPUs with AVX512-BF16, activations and weights rounded to bf16 (BF16 weights as stored, the
-// others widened tile by tile) and multiplied by oneDNN; elsewhere, or with best_isa() capped below
+// BF16 weights on CPUs with AVX512-BF16, activations rounded to bf16 and multiplied by oneDNN;
+// Q4_0, Q5_0, Q8_0 and the K-quants on AVX-512 VNNI, activations rounded to Q8_0 blocks and
+// multiplied in int8 panels (quant/int8_panels.h); elsewhere, or with best_isa() capped below
 // AVX-512, tiles widened to float32 and multiplied with sgemm. Measured on one thread (AVX-512
 // VNNI; Q4_0, Q4_1, Q8_0; 1536x576 and 576x1536): the row dots take 0.65-0.98x the widened
 // tiles' time at 16 rows and 0.8-1.25x at 24, so 16 is where they stop winning.
@@ -25,6 +26,8 @@ inline constexpr int64_t kRowDotMaxRows = 16;
 // (Q8_0 and Q4_0 on AVX2, 2048x768, 768x2048, 768x768, and the Q8_0 float-activation 8192x768;
 // one and two threads, minimum of 15 calls on a loaded machine): the tiles are faster up to 32
 // rows (0.5-0.9x the widened path's time at 24, 0.7-1.05x at 32) and lose from 40-48 (up to 2x).
+// Against the int8 panels (AVX-512, 2 threads, 2048x768 and 768x2048): at 32 rows the Q4_0 and
+// Q8_0 tiles take 0.6-1.0x the panels' time, Q4_K and Q6_K 0.9-1.6x; at 64 the panels win on all.
 inline constexpr int64_t kRowTileMaxRows = 32;
 
 // kRowTileMaxRows for a kernel with a tile, else kRowDotMaxRows.
