@@ -210,7 +210,7 @@ void matmul(const float* x, int64_t n, const WeightTensor& w, float* y, bool acc
     return;
   }
   if (w.dtype == DType::kBF16 && bf16_gemm_fast() && matmul_bf16_weights(x, n, w, y, accumulate)) return;
-  if (has_int8_panels(w.dtype, best_isa())) {
+  if (int8_panels_for(w.dtype, best_isa())) {
     int8_panel_matmul(w.dtype, w.data, w.row_bytes(), m, k, x, n, y, m, accumulate);
     return;
   }
@@ -257,7 +257,9 @@ int64_t row_dot_max_rows(const DotKernel& kernel) {
   return kernel.tile != nullptr ? kRowTileMaxRows : kRowDotMaxRows;
 }
 
-bool int8_panels_for(DType dtype, Isa isa) { return has_int8_panels(dtype, isa); }
+bool int8_panels_for(DType dtype, Isa isa) {
+  return isa == Isa::kAvx512 && find_panel_row_format(dtype) != nullptr;
+}
 
 void matmul_forced(MatmulPath path, const float* x, int64_t n, const WeightTensor& w, float* y, bool wide_activations) {
   const DotKernel* kernel = wide_activations ? wide_activation_kernel(w.dtype, best_isa())
@@ -273,7 +275,7 @@ void matmul_forced(MatmulPath path, const float* x, int64_t n, const WeightTenso
       matmul_widened_tiles(x, n, w, y, /*accumulate=*/false);
       return;
     case MatmulPath::kInt8Panels:
-      assert(has_int8_panels(w.dtype, best_isa()));
+      assert(int8_panels_for(w.dtype, best_isa()));
       int8_panel_matmul(w.dtype, w.data, w.row_bytes(), w.rows(), w.cols(), x, n, y, w.rows(), /*accumulate=*/false);
       return;
   }

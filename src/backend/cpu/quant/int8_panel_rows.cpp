@@ -4,6 +4,7 @@
 
 #include "int8_panels.h"
 #include "q4_k_scales.h"
+#include "q6_k_codes.h"
 #include "star/quant/blocks.h"
 
 namespace star::cpu {
@@ -94,21 +95,13 @@ void unpack_k(const std::byte* row, int64_t k, uint8_t* codes, float* scales, fl
 
 // Q6_K: codes in [0, 63] (the stored ones, before ggml's − 32), 16 sub-blocks of 16 in element order.
 void unpack_q6_k(const std::byte* row, int64_t k, uint8_t* codes, float* scales, float*) {
-  for (int64_t s = 0; s < k / kSuperBlock; ++s) {
+  for (int64_t s = 0; s < k / kSuperBlock; ++s, codes += kSuperBlock) {
     const auto& b = blocks_of<quant::BlockQ6_K>(row)[s];
     const float d = f16_to_f32(b.d);
     for (int j = 0; j < 16; ++j) scales[16 * s + j] = d * static_cast<float>(b.scales[j]);
-    for (int half = 0; half < 2; ++half) {
-      const uint8_t* ql = b.ql + 64 * half;
-      const uint8_t* qh = b.qh + 32 * half;
-      uint8_t* out = codes + s * kSuperBlock + 128 * half;
-      for (int l = 0; l < 32; ++l) {
-        out[l] = static_cast<uint8_t>((ql[l] & 0x0F) | ((qh[l] & 3) << 4));
-        out[l + 32] = static_cast<uint8_t>((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4));
-        out[l + 64] = static_cast<uint8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
-        out[l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
-      }
-    }
+    int8_t q[kSuperBlock];
+    unpack_q6_k_codes(b, q);
+    for (int j = 0; j < kSuperBlock; ++j) codes[j] = static_cast<uint8_t>(q[j] + 32);
   }
 }
 

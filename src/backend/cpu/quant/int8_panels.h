@@ -35,12 +35,10 @@ struct PanelRowFormat {
 // The format of `dtype`, or nullptr for the types the panels do not take.
 const PanelRowFormat* find_panel_row_format(DType dtype);
 
-// Whether int8_panel_matmul takes `dtype` on `isa` (a format and AVX-512 VNNI).
-bool has_int8_panels(DType dtype, Isa isa);
-
 // y[i·ldy + r] = Σ_j w[r, j]·x̂[i, j] (y += ... when `accumulate`) for r < m, i < n, where x̂ is x's
 // row i rounded to Q8_0 activation blocks and w's rows are w_row_bytes apart. Splits the weight
-// rows across the OpenMP threads. Requires has_int8_panels(dtype, best_isa()).
+// rows across the OpenMP threads. Requires a format for `dtype` and best_isa() == kAvx512 (matmul's
+// int8_panels_for).
 void int8_panel_matmul(DType dtype, const std::byte* w, size_t w_row_bytes, int64_t m, int64_t k, const float* x,
                        int64_t n, float* y, int64_t ldy, bool accumulate);
 

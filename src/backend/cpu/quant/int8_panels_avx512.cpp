@@ -37,6 +37,7 @@ struct Activations {
 
 void relay_activations(const PanelRowFormat& format, const float* x, int64_t n, int64_t k, Activations& a) {
   const int64_t blocks = k / kLegacyBlock, subs = k / format.sub_block;
+  const int subs_per_block = static_cast<int>(kLegacyBlock) / format.sub_block;
   a.codes.resize(static_cast<size_t>(n * k));
   a.d.resize(static_cast<size_t>(n * blocks));
   a.offset_sums.resize(format.offset != 0 ? static_cast<size_t>(n * subs) : 0);
@@ -52,13 +53,12 @@ void relay_activations(const PanelRowFormat& format, const float* x, int64_t n, 
         const float d = f16_to_f32(block.d);
         std::memcpy(a.codes.data() + i * k + b * kLegacyBlock, block.qs, kLegacyBlock);
         a.d[static_cast<size_t>(i * blocks + b)] = d;
-        const int per_block = static_cast<int>(kLegacyBlock) / format.sub_block;
         int32_t total = 0;
-        for (int s = 0; s < per_block; ++s) {
+        for (int s = 0; s < subs_per_block; ++s) {
           int32_t sum = 0;
           for (int j = 0; j < format.sub_block; ++j) sum += block.qs[s * format.sub_block + j];
           total += sum;
-          if (format.offset != 0) a.offset_sums[static_cast<size_t>(i * subs + b * per_block + s)] = -format.offset * sum;
+          if (format.offset != 0) a.offset_sums[static_cast<size_t>(i * subs + b * subs_per_block + s)] = -format.offset * sum;
         }
         if (format.has_min) a.d_sums[static_cast<size_t>(i * blocks + b)] = d * static_cast<float>(total);
       }
@@ -205,10 +205,6 @@ const TileFn* tiles_for(const PanelRowFormat& format) {
 }
 
 }  // namespace
-
-bool has_int8_panels(DType dtype, Isa isa) {
-  return isa == Isa::kAvx512 && find_panel_row_format(dtype) != nullptr;
-}
 
 void int8_panel_matmul(DType dtype, const std::byte* w, size_t w_row_bytes, int64_t m, int64_t k, const float* x,
                        int64_t n, float* y, int64_t ldy, bool accumulate) {
