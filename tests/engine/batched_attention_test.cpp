@@ -13,6 +13,7 @@
 #include "star/attention/layer_attentions.h"
 #include "star/attention/rocket/compacted_kv_cache.h"
 #include "star/attention/rocket/rocket_context_partial.h"
+#include "star/backend/cpu/attention_kernel_clock.h"
 #include "star/dist/self_communicator.h"
 #include "star/engine/row_split.h"
 
@@ -123,6 +124,60 @@ TEST(BatchedAttention, EverySlotsRowsAreItsAloneRowsBitForBit) {
     EXPECT_EQ(tiles_together[i].visited > 0, specs[i].skip_softmax > 0) << "slot " << i;
     EXPECT_EQ(own_together[i].tokens(), specs[i].query_rows + 3);
     EXPECT_EQ(contexts[i].tokens(), specs[i].context_tokens);
+  }
+}
+
+// Many sequences on one context shard (a session's queries): runs of consecutive slots with the
+// same rows read the shard once (attend_shared), and each slot still gets its alone rows bit for
+// bit, whether it holds its own tokens (query host) or not, and with slots that must run alone (a
+// bounded window, Skip Softmax, another context) breaking the runs.
+TEST(BatchedAttention, SlotsOnOneContextAreTheirAloneRowsBitForBit) {
+  std::mt19937 rng(13);
+  KvCache shared = random_context(300, rng), other = random_context(80, rng);
+  struct Spec {
+    KvCache* context;
+    bool own;
+    AttentionWindow window;
+    double skip_softmax;
+  };
+  const std::vector<Spec> specs{{&shared, true, {}, 0.0},     {&shared, true, {}, 0.0},  {&shared, false, {}, 0.0},
+                                {&shared, true, {}, 0.0},     {&shared, true, {2, 20}, 0.0},
+                                {&shared, true, {}, 0.0},     {&shared, true, {}, 0.5},  {&other, true, {}, 0.0},
+                                {&shared, true, {}, 0.0},     {&shared, false, {}, 0.0}};
+  std::vector<KvCache> own_together(specs.size()), own_alone(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    own_together[i] = KvCache(kLayers, kShape.n_kv_heads, kShape.head_dim);
+    own_alone[i] = KvCache(kLayers, kShape.n_kv_heads, kShape.head_dim);
+  }
+  SelfCommunicator self;
+  for (int step = 0; step < 3; ++step) {
+    std::vector<BatchedShardedQueryAttention::Slot> slots(specs.size());
+    int64_t total = 0;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      slots[i] = {specs[i].context, nullptr, specs[i].own ? &own_together[i] : nullptr, specs[i].window,
+                  specs[i].skip_softmax, step == 0 ? 4 : 1};
+      total += slots[i].rows;
+    }
+    const Inputs in = random_inputs(total, rng);
+    BatchedShardedQueryAttention together(kShape, self, slots);
+    cpu::set_attention_kernel_clock(true);
+    const auto out = run(together, in, total, 0, total);
+    const int64_t calls = cpu::read_attention_kernel_clock().decode.calls;
+    cpu::set_attention_kernel_clock(false);
+    if (step > 0) {
+      // Per layer: runs {0-3}, {5}, {8-9} on the shared shard share a call; 4, 6 and 7 run alone; the
+      // 8 slots with own tokens attend to them one call each.
+      EXPECT_EQ(calls, kLayers * (3 + 3 + 8)) << "step " << step;
+    }
+    int64_t first = 0;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      auto alone_slot = slots[i];
+      alone_slot.own = specs[i].own ? &own_alone[i] : nullptr;
+      BatchedShardedQueryAttention alone(kShape, self, {alone_slot});
+      const auto own = run(alone, in, total, first, slots[i].rows);
+      EXPECT_TRUE(same_rows(out, total, first, own, slots[i].rows)) << "slot " << i << " step " << step;
+      first += slots[i].rows;
+    }
   }
 }
 

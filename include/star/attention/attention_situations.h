@@ -19,6 +19,9 @@
 //   Status attend(AttentionShape, q, n, const Cache&, layer, first, rows, AttentionMask, out, lse,
 //                 SkipSoftmax, Context)
 //                                                                 q against rows [first, first + rows)
+//   Status attend_shared(AttentionShape, q, queries, n, const Cache&, layer, first, rows, out, lse, Context)
+//                                                                 `queries` queries of n rows each, no
+//                                                                 mask, each as attend would give it
 //   Status merge(outs, lses, partials, n, AttentionShape, out, lse, Context)           merge_partials
 //   Status merge_packed(packed, partials, n, AttentionShape, out, lse, Context)  merge_packed_partials
 //   Status reserve(Floats&, int64_t count); float* data(Floats&)  scratch of at least count floats
@@ -278,6 +281,8 @@ class BatchedQuerySituation {
     if (Status s = B::reserve(gathered_, per_rank * comm_.size()); !s.ok()) return s;
     if (Status s = B::reserve(partial_out_, 2 * widest * shape_.q_floats()); !s.ok()) return s;
     if (Status s = B::reserve(partial_lse_, 2 * widest * shape_.n_heads); !s.ok()) return s;
+    if (Status s = B::reserve(shared_out_, n_new * shape_.q_floats()); !s.ok()) return s;
+    if (Status s = B::reserve(shared_lse_, n_new * shape_.n_heads); !s.ok()) return s;
     return B::reserve(lse_, n_new * shape_.n_heads);
   }
 
@@ -287,16 +292,36 @@ class BatchedQuerySituation {
     float* local_out = B::data(local_);
     float* local_lse = local_out + n * qf;
     int64_t row = 0;
-    for (size_t i = 0; i < slots_.size(); ++i) {
-      const int64_t rows = slots_[i].rows;
-      if (rows > 0) {
-        if (Status s = attend_slot(i, layer, q + row * qf, k + row * kvf, v + row * kvf, local_out + row * qf,
-                                   local_lse + row * H, ctx);
+    for (size_t i = 0; i < slots_.size();) {
+      const size_t end = shared_context_end(i);
+      const float* context_out = nullptr;
+      const float* context_lse = nullptr;
+      if (end - i > 1) {
+        // Consecutive slots on one context: their context partials in one call that reads the shard once.
+        if (Status s = B::attend_shared(shape_, q + row * qf, static_cast<int64_t>(end - i), slots_[i].rows,
+                                        *slots_[i].context, layer, 0, slots_[i].context->tokens(),
+                                        B::data(shared_out_), B::data(shared_lse_), ctx);
             !s.ok()) {
           return s;
         }
+        context_out = B::data(shared_out_);
+        context_lse = B::data(shared_lse_);
       }
-      row += rows;
+      for (; i < end; ++i) {
+        const int64_t rows = slots_[i].rows;
+        if (rows > 0) {
+          if (Status s = attend_slot(i, layer, q + row * qf, k + row * kvf, v + row * kvf, local_out + row * qf,
+                                     local_lse + row * H, context_out, context_lse, ctx);
+              !s.ok()) {
+            return s;
+          }
+        }
+        row += rows;
+        if (context_out != nullptr) {
+          context_out += rows * qf;
+          context_lse += rows * H;
+        }
+      }
     }
     if (comm_.size() == 1) return B::copy(out, local_out, n * qf, ctx);
     const int64_t per_rank = n * H * (shape_.head_dim + 1);
@@ -317,14 +342,36 @@ class BatchedQuerySituation {
   size_t slots() const { return slots_.size(); }
 
  private:
+  // The end of the run of slots from i that attend_shared serves together: the same plain context
+  // shard, attended with no mask (no bounded window on the query host), no Skip Softmax, the same
+  // rows. A run of one is a slot alone.
+  size_t shared_context_end(size_t i) const {
+    const auto plain = [](const Slot& s) {
+      return s.custom == nullptr && s.context->tokens() > 0 && s.skip_softmax_scale_factor == 0 && s.rows > 0 &&
+             !(s.own != nullptr && s.window.bounded());
+    };
+    if (!plain(slots_[i])) return i + 1;
+    size_t end = i + 1;
+    while (end < slots_.size() && plain(slots_[end]) && slots_[end].context == slots_[i].context &&
+           slots_[end].rows == slots_[i].rows) {
+      ++end;
+    }
+    return end;
+  }
+
+  // context_out, context_lse: the slot's context partial when attend_shared made it, else null.
   Status attend_slot(size_t i, int64_t layer, const float* q, const float* k, const float* v, float* out, float* lse,
-                     Context ctx) {
+                     const float* context_out, const float* context_lse, Context ctx) {
     const Slot& slot = slots_[i];
     const int64_t n = slot.rows;
     const SkipSoftmax skip{slot.skip_softmax_scale_factor,
                            slot.skip_softmax_scale_factor > 0 ? &tiles_[i] : nullptr};
     const int64_t context_tokens = slot.custom != nullptr ? slot.custom->tokens() : slot.context->tokens();
-    if (slot.own == nullptr) return attend_context(slot, layer, q, n, -1, out, lse, skip, ctx);
+    if (slot.own == nullptr) {
+      if (context_out == nullptr) return attend_context(slot, layer, q, n, -1, out, lse, skip, ctx);
+      if (Status s = B::copy(out, context_out, n * shape_.q_floats(), ctx); !s.ok()) return s;
+      return B::copy(lse, context_lse, n * shape_.n_heads, ctx);
+    }
 
     const int64_t own_first = own_first_[i];
     if (Status s = B::store(*slot.own, layer, own_first, k, v, n, ctx); !s.ok()) return s;
@@ -338,7 +385,11 @@ class BatchedQuerySituation {
     float* out_own = out_context + n * shape_.q_floats();
     float* lse_context = B::data(partial_lse_);
     float* lse_own = lse_context + n * shape_.n_heads;
-    if (Status s = attend_context(slot, layer, q, n, own_first, out_context, lse_context, skip, ctx); !s.ok()) {
+    if (context_out != nullptr) {
+      if (Status s = B::copy(out_context, context_out, n * shape_.q_floats(), ctx); !s.ok()) return s;
+      if (Status s = B::copy(lse_context, context_lse, n * shape_.n_heads, ctx); !s.ok()) return s;
+    } else if (Status s = attend_context(slot, layer, q, n, own_first, out_context, lse_context, skip, ctx);
+               !s.ok()) {
       return s;
     }
     if (Status s = B::attend(shape_, q, n, *slot.own, layer, 0, own_first + n, own_mask, out_own, lse_own, skip, ctx);
@@ -371,6 +422,8 @@ class BatchedQuerySituation {
   typename B::Floats partial_out_;  // [2, rows, Hq, d]: context, own (one slot at a time)
   typename B::Floats partial_lse_;  // [2, rows, Hq]
   typename B::Floats lse_;          // [n, Hq] of the merge
+  typename B::Floats shared_out_;   // [n, Hq, d]: context partials of a run of slots (attend_shared)
+  typename B::Floats shared_lse_;   // [n, Hq]
 };
 
 }  // namespace star

@@ -44,6 +44,7 @@ struct Problem {
   float log2_scale;        // scale * log2(e): scores live in base 2 so exp2 replaces exp
   AttentionMask mask;
   int64_t tile_tokens;     // query tokens per task
+  int64_t segment_tokens;  // query tokens of one independent query (attention_forward_shared_keys)
   int64_t heads_per_task;  // kv heads per task: 1, or all of them for short queries
   int64_t key_tile;        // keys per tile
   bool skip_softmax;       // Skip Softmax is on: 0 < lambda < 1
@@ -106,7 +107,9 @@ class TileWorker {
     rows_ = (t_end - t_begin) * p_.group;
     row_vectors_ = ceil_div(rows_, kLanes);
     row_pad_ = row_vectors_ * kLanes;
-    row_major_ = rows_ <= kMaxDecodeRows && p_.head_dim % kLanes == 0;
+    // Row-major decides by one query's rows, so that each of several queries sharing the call
+    // takes the path (and the arithmetic) it takes alone.
+    row_major_ = p_.segment_tokens * p_.group <= kMaxDecodeRows && p_.head_dim % kLanes == 0;
     for (int64_t r = 0; r < row_pad_; ++r) {
       row_pos_[r] = p_.mask.causal_offset + t_begin + std::min(r, rows_ - 1) / p_.group;
     }
@@ -123,7 +126,11 @@ class TileWorker {
       values_packed_ = !p_.skip_softmax;
       for (int64_t hh = 0; hh < heads_; ++hh) {
         if (row_major_) {
-          attend_rows_dispatch(hh, j0, bc, vis == TileVisibility::kSome);
+          // A row's arithmetic does not depend on the rows beside it in a block.
+          for (int64_t r0 = 0; r0 < rows_; r0 += kMaxDecodeRows) {
+            attend_rows_dispatch(std::min<int64_t>(kMaxDecodeRows, rows_ - r0), hh, r0, j0, bc,
+                                 vis == TileVisibility::kSome);
+          }
           continue;
         }
         for (int64_t rv0 = 0; rv0 < row_vectors_; rv0 += kMaxRowVectors) {
@@ -230,36 +237,36 @@ class TileWorker {
     }
   }
 
-  // Picks the row-block instance for rows_ (1 .. kMaxDecodeRows) query rows.
+  // Picks the row-block instance for `rows` (1 .. kMaxDecodeRows) query rows from row r0.
   template <int R = 1>
-  void attend_rows_dispatch(int64_t hh, int64_t j0, int64_t bc, bool masked) {
+  void attend_rows_dispatch(int64_t rows, int64_t hh, int64_t r0, int64_t j0, int64_t bc, bool masked) {
     if constexpr (R < kMaxDecodeRows) {
-      if (rows_ > R) return attend_rows_dispatch<R + 1>(hh, j0, bc, masked);
+      if (rows > R) return attend_rows_dispatch<R + 1>(rows, hh, r0, j0, bc, masked);
     }
-    attend_rows<R>(hh, j0, bc, masked);
+    attend_rows<R>(hh, r0, j0, bc, masked);
   }
 
-  // The row-major counterpart of attend, for R query rows: scores [R, keys], mask, online softmax,
-  // values, with head_dim or keys along the lanes.
+  // The row-major counterpart of attend, for R query rows from row r0: scores [R, keys], mask,
+  // online softmax, values, with head_dim or keys along the lanes.
   template <int R>
-  void attend_rows(int64_t hh, int64_t j0, int64_t bc, bool masked) {
+  void attend_rows(int64_t hh, int64_t r0, int64_t j0, int64_t bc, bool masked) {
     constexpr int64_t kStep = attention_blocks::kValueChunks * kLanes;
     const int64_t d = p_.head_dim;
     const int64_t lds = ceil_div(p_.key_tile, kLanes) * kLanes;
     float* st = st_.get();
     const float* keys = k_tile(hh);
     for (int64_t c = 0; c < bc; c += kLanes) {
-      attention_blocks::score_rows<R>(qt(hh), d, keys + c * ld_packed_, ld_packed_, st + c, lds);
+      attention_blocks::score_rows<R>(qt(hh) + r0 * d, d, keys + c * ld_packed_, ld_packed_, st + c, lds);
     }
-    mask_rows<R>(j0, bc, lds, masked);
+    mask_rows<R>(r0, j0, bc, lds, masked);
     if (p_.skip_softmax) {
-      if (skip_rows<R>(hh, bc, lds)) return;
+      if (skip_rows<R>(hh, r0, bc, lds)) return;
       need_values(j0, bc);
     }
     float alpha[R];
-    softmax_rows<R>(hh, bc, lds, alpha);
+    softmax_rows<R>(hh, r0, bc, lds, alpha);
     const float* values = v_tile(hh);
-    float* o = ot(hh);
+    float* o = ot(hh) + r0 * d;
     int64_t i = 0;
     for (; i + kStep <= d; i += kStep) {
       attention_blocks::value_rows<R, attention_blocks::kValueChunks>(st, lds, values + i, ld_packed_,
@@ -270,10 +277,10 @@ class TileWorker {
     }
   }
 
-  // Row-major scores st [R, lds]: -inf for keys past bc (the padding of the last vector) and, when
-  // masked, for keys j0 + c that row r must not see.
+  // Row-major scores st [R, lds] of rows r0 + r: -inf for keys past bc (the padding of the last
+  // vector) and, when masked, for keys j0 + c that row r0 + r must not see.
   template <int R>
-  void mask_rows(int64_t j0, int64_t bc, int64_t lds, bool masked) {
+  void mask_rows(int64_t r0, int64_t j0, int64_t bc, int64_t lds, bool masked) {
     const AttentionMask& mask = p_.mask;
     const int64_t bc_pad = ceil_div(bc, kLanes) * kLanes;
     const Vec lanes = simd::lane_index();
@@ -281,7 +288,7 @@ class TileWorker {
       float* s = st_.get() + r * lds;
       for (int64_t c = bc; c < bc_pad; ++c) s[c] = kNegInf;
       if (!masked) continue;
-      const int64_t pos = row_pos_[r];
+      const int64_t pos = row_pos_[r0 + r];
       const Vec last_causal = simd::splat(
           static_cast<float>(mask.causal ? std::clamp<int64_t>(pos - j0, -1, bc) : bc));
       const Vec before_window = simd::splat(static_cast<float>(
@@ -299,7 +306,7 @@ class TileWorker {
   // Skip Softmax's vote of the R rows over row-major scores st [R, lds]: true (and counted) when
   // every row that sees a key of the tile has tile max - running max < log2(lambda).
   template <int R>
-  bool skip_rows(int64_t hh, int64_t bc, int64_t lds) {
+  bool skip_rows(int64_t hh, int64_t r0, int64_t bc, int64_t lds) {
     const int64_t bc_pad = ceil_div(bc, kLanes) * kLanes;
     float tile_max[R];
     for (int r = 0; r < R; ++r) {
@@ -308,7 +315,7 @@ class TileWorker {
       for (int64_t c = 0; c < bc_pad; c += kLanes) m = simd::max(m, simd::load(s + c));
       tile_max[r] = simd::reduce_max(m);
     }
-    return vote(tile_max, max_run(hh), R);
+    return vote(tile_max, max_run(hh) + r0, R);
   }
 
   // The vote itself over rows' tile maxima and running maxima (base 2). A row that sees no key of
@@ -329,13 +336,15 @@ class TileWorker {
 
   // softmax_update for row-major scores st [R, lds] (keys along the lanes); alpha [R].
   template <int R>
-  void softmax_rows(int64_t hh, int64_t bc, int64_t lds, float* alpha) {
+  void softmax_rows(int64_t hh, int64_t r0, int64_t bc, int64_t lds, float* alpha) {
     const int64_t bc_pad = ceil_div(bc, kLanes) * kLanes;
+    float* max_run_rows = max_run(hh) + r0;
+    float* sum_run_rows = sum_run(hh) + r0;
     for (int r = 0; r < R; ++r) {
       float* s = st_.get() + r * lds;
       Vec tile_max = simd::splat(kNegInf);
       for (int64_t c = 0; c < bc_pad; c += kLanes) tile_max = simd::max(tile_max, simd::load(s + c));
-      const float old_max = max_run(hh)[r];
+      const float old_max = max_run_rows[r];
       const float new_max = std::max(old_max, simd::reduce_max(tile_max));
       const float shift = new_max == kNegInf ? 0.f : new_max;
       alpha[r] = std::exp2(old_max - shift);
@@ -345,8 +354,8 @@ class TileWorker {
         simd::store(s + c, prob);
         sum += prob;
       }
-      sum_run(hh)[r] = sum_run(hh)[r] * alpha[r] + simd::reduce_add(sum);
-      max_run(hh)[r] = new_max;
+      sum_run_rows[r] = sum_run_rows[r] * alpha[r] + simd::reduce_add(sum);
+      max_run_rows[r] = new_max;
     }
   }
 
@@ -542,22 +551,14 @@ AttentionTiling attention_tiling(int64_t nq, int64_t nk, int64_t n_heads, int64_
   return cut_problem(nq, nk, n_heads, n_kv_heads, head_dim, threads).tiling;
 }
 
-void attention_forward(const float* q, int64_t nq, KvRows k, KvRows v, int64_t nk, int64_t n_heads,
-                       int64_t n_kv_heads, int64_t head_dim, float scale, const AttentionMask& mask,
-                       float* out, float* lse, const SkipSoftmax& skip) {
-  assert(n_heads > 0 && n_kv_heads > 0 && n_heads % n_kv_heads == 0 && head_dim > 0);
-  assert(k.dtype == v.dtype && check_kv_dtype(k.dtype, head_dim).ok());
-  if (nq <= 0) return;
+namespace {
+
+// Runs p's tasks (query tiles x kv head groups x key splits of `cut`) and merges the key splits.
+void run_tasks(const Problem& p, const Cut& cut, float* out, float* lse, const SkipSoftmax& skip) {
   const bool clocked = attention_kernel_clock_on();
   const auto start = clocked ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   const int threads = omp_get_max_threads();
-  const Cut cut = cut_problem(nq, nk, n_heads, n_kv_heads, head_dim, threads);
-  // lambda = S / L for the L keys of this call; at lambda >= 1 kernels disagree and accuracy suffers.
-  const double lambda = nk > 0 ? skip.scale_factor / static_cast<double>(nk) : 0.0;
-  const bool skip_on = lambda > 0.0 && lambda < 1.0;
-  Problem p{q, k, v, nq, nk, n_heads, n_kv_heads, head_dim, n_heads / n_kv_heads,
-            scale * kLog2e, mask, cut.tiling.tile_tokens, cut.heads_per_task, cut.tiling.key_tile,
-            skip_on, skip_on ? static_cast<float>(std::log2(lambda)) : 0.f};
+  const int64_t nq = p.nq, nk = p.nk, n_heads = p.n_heads, n_kv_heads = p.n_kv_heads, head_dim = p.head_dim;
   const int64_t n_tiles = ceil_div(nq, p.tile_tokens);
   const int64_t n_splits = cut.n_splits;
   const int64_t head_tasks = ceil_div(n_kv_heads, p.heads_per_task);
@@ -602,9 +603,58 @@ void attention_forward(const float* q, int64_t nq, KvRows k, KvRows v, int64_t n
     merge_partials(part_out.data(), part_lse.data(), n_splits, nq, n_heads, head_dim, out, lse);
   }
   if (clocked) {
-    book_attention_kernel_call(nq, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+    // Booked by one query's rows: a call for many decoding sequences is a decode call.
+    book_attention_kernel_call(p.segment_tokens, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
                                {visited, skipped});
   }
+}
+
+}  // namespace
+
+void attention_forward(const float* q, int64_t nq, KvRows k, KvRows v, int64_t nk, int64_t n_heads,
+                       int64_t n_kv_heads, int64_t head_dim, float scale, const AttentionMask& mask,
+                       float* out, float* lse, const SkipSoftmax& skip) {
+  assert(n_heads > 0 && n_kv_heads > 0 && n_heads % n_kv_heads == 0 && head_dim > 0);
+  assert(k.dtype == v.dtype && check_kv_dtype(k.dtype, head_dim).ok());
+  if (nq <= 0) return;
+  const Cut cut = cut_problem(nq, nk, n_heads, n_kv_heads, head_dim, omp_get_max_threads());
+  // lambda = S / L for the L keys of this call; at lambda >= 1 kernels disagree and accuracy suffers.
+  const double lambda = nk > 0 ? skip.scale_factor / static_cast<double>(nk) : 0.0;
+  const bool skip_on = lambda > 0.0 && lambda < 1.0;
+  const Problem p{q, k, v, nq, nk, n_heads, n_kv_heads, head_dim, n_heads / n_kv_heads,
+                  scale * kLog2e, mask, cut.tiling.tile_tokens, nq, cut.heads_per_task, cut.tiling.key_tile,
+                  skip_on, skip_on ? static_cast<float>(std::log2(lambda)) : 0.f};
+  run_tasks(p, cut, out, lse, skip);
+}
+
+bool attention_shares_key_tiles(int64_t nq, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim) {
+  return nq * (n_heads / n_kv_heads) <= kMaxDecodeRows && head_dim % kLanes == 0;
+}
+
+void attention_forward_shared_keys(const float* q, int64_t queries, int64_t nq, KvRows k, KvRows v, int64_t nk,
+                                   int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale, float* out,
+                                   float* lse) {
+  assert(n_heads > 0 && n_kv_heads > 0 && n_heads % n_kv_heads == 0 && head_dim > 0);
+  assert(k.dtype == v.dtype && check_kv_dtype(k.dtype, head_dim).ok());
+  if (queries <= 0 || nq <= 0) return;
+  const int64_t group = n_heads / n_kv_heads;
+  // Each query is cut as it would be alone, so its rows take the same key tiles and splits.
+  Cut cut = cut_problem(nq, nk, n_heads, n_kv_heads, head_dim, omp_get_max_threads());
+  const bool one_task_row_major = attention_shares_key_tiles(nq, n_heads, n_kv_heads, head_dim) &&
+                                  cut.tiling.tile_tokens == nq && cut.heads_per_task == n_kv_heads;
+  if (queries == 1 || !one_task_row_major) {
+    const int64_t floats = nq * n_heads * head_dim;
+    for (int64_t i = 0; i < queries; ++i) {
+      attention_forward(q + i * floats, nq, k, v, nk, n_heads, n_kv_heads, head_dim, scale, {}, out + i * floats,
+                        lse + i * nq * n_heads);
+    }
+    return;
+  }
+  cut.tiling.tile_tokens = queries * nq;
+  const Problem p{q, k, v, queries * nq, nk, n_heads, n_kv_heads, head_dim, group,
+                  scale * kLog2e, {}, cut.tiling.tile_tokens, nq, cut.heads_per_task, cut.tiling.key_tile,
+                  false, 0.f};
+  run_tasks(p, cut, out, lse, {});
 }
 
 }  // namespace star::cpu

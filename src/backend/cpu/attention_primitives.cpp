@@ -24,6 +24,16 @@ Status AttentionPrimitives::attend(const AttentionShape& s, const float* q, int6
   return ok_status();
 }
 
+Status AttentionPrimitives::attend_shared(const AttentionShape& s, const float* q, int64_t queries, int64_t n,
+                                          const Cache& cache, int64_t layer, int64_t first, int64_t rows, float* out,
+                                          float* lse, Context) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+  attention_forward_shared_keys(q, queries, n, cache.keys(layer).at(first * s.kv_floats()),
+                                cache.values(layer).at(first * s.kv_floats()), rows, s.n_heads, s.n_kv_heads,
+                                s.head_dim, scale, out, lse);
+  return ok_status();
+}
+
 Status AttentionPrimitives::merge(const float* outs, const float* lses, int64_t partials, int64_t n,
                                   const AttentionShape& s, float* out, float* lse, Context) {
   merge_partials(outs, lses, partials, n, s.n_heads, s.head_dim, out, lse);

@@ -53,6 +53,19 @@ void attention_forward(const float* q, int64_t nq, KvRows k, KvRows v, int64_t n
                        int64_t n_kv_heads, int64_t head_dim, float scale, const AttentionMask& mask,
                        float* out, float* lse, const SkipSoftmax& skip = {});
 
+// `queries` independent queries of nq tokens each, q [queries * nq, Hq, d] (query i's tokens at
+// rows [i * nq, (i + 1) * nq)), against the same keys with no mask and no Skip Softmax: out and lse
+// as attention_forward's, each query's rows bit for bit those of its own attention_forward call.
+// Many decoding sequences on one context shard (Phase 2 sessions) then decode each key tile once
+// for all of them instead of once each.
+void attention_forward_shared_keys(const float* q, int64_t queries, int64_t nq, KvRows k, KvRows v, int64_t nk,
+                                   int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale, float* out,
+                                   float* lse);
+// Whether attention_forward_shared_keys decodes each key tile once for queries of nq tokens (the
+// rows of one query, nq * Hq / Hkv, fit one row block of this build's vectors: 1 token and GQA
+// group <= 4 with AVX, <= 2 without); otherwise it runs one attention_forward a query.
+bool attention_shares_key_tiles(int64_t nq, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim);
+
 // Float32 K and V.
 inline void attention_forward(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
                               int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale,

@@ -30,6 +30,11 @@ struct AttentionPrimitives {
   static Status attend(const AttentionShape& shape, const float* q, int64_t n, const Cache& cache, int64_t layer,
                        int64_t first, int64_t rows, const AttentionMask& mask, float* out, float* lse,
                        const SkipSoftmax& skip, Context stream);
+  // `queries` queries of n rows each against the same rows, no mask: one attend a query (the
+  // device kernel reads the rows at memory speed either way).
+  static Status attend_shared(const AttentionShape& shape, const float* q, int64_t queries, int64_t n,
+                              const Cache& cache, int64_t layer, int64_t first, int64_t rows, float* out, float* lse,
+                              Context stream);
   static Status merge(const float* outs, const float* lses, int64_t partials, int64_t n, const AttentionShape& shape,
                       float* out, float* lse, Context stream);
   static Status merge_packed(const float* packed, int64_t partials, int64_t n, const AttentionShape& shape,
