@@ -1,11 +1,40 @@
 #include "star/engine/step_forward.h"
 
+#include <algorithm>
 #include <numeric>
 
 namespace star {
+namespace {
+
+// The whole [rows, vocab] logits from every rank's slice (vocab_slice_of_rank): one all-gather of
+// equal parts, each slice padded to the longest. `keep`: assemble them here; otherwise null.
+Result<std::vector<float>> gather_vocab_slices(Communicator& comm, const std::vector<float>& slice, int64_t rows,
+                                               int64_t vocab, bool keep) {
+  const int ranks = comm.size();
+  const int64_t widest = vocab_slice_of_rank(vocab, 0, ranks).count;
+  const int64_t own = vocab_slice_of_rank(vocab, comm.rank(), ranks).count;
+  std::vector<float> send(static_cast<size_t>(rows * widest));
+  for (int64_t r = 0; r < rows; ++r) {
+    std::copy_n(slice.data() + r * own, own, send.data() + r * widest);
+  }
+  std::vector<float> parts(send.size() * static_cast<size_t>(ranks));
+  if (Status s = comm.all_gather(send, parts); !s.ok()) return s;
+  std::vector<float> whole;
+  if (!keep) return whole;
+  whole.resize(static_cast<size_t>(rows * vocab));
+  for (int p = 0; p < ranks; ++p) {
+    const VocabSlice part = vocab_slice_of_rank(vocab, p, ranks);
+    for (int64_t r = 0; r < rows; ++r) {
+      std::copy_n(parts.data() + (p * rows + r) * widest, part.count, whole.data() + r * vocab + part.first);
+    }
+  }
+  return whole;
+}
+
+}  // namespace
 
 Result<StepForward> run_step_forward(EngineModel& model, Communicator& comm, const Phase1Chunk* chunk,
-                                     const std::vector<StepSequence*>& decoding, bool with_logits) {
+                                     const std::vector<StepSequence*>& decoding, bool keep_logits) {
   StepForward out;
   std::vector<int32_t> tokens, positions;
   std::vector<int64_t> logit_rows;
@@ -31,7 +60,6 @@ Result<StepForward> run_step_forward(EngineModel& model, Communicator& comm, con
                        .skip_softmax_scale_factor = s->first_rows ? skip.prefill_scale_factor : skip.decode_scale_factor,
                        .rows = rows});
       phase2_rows += rows;
-      if (!with_logits) continue;
       const bool all_rows = s->first_rows && s->spec.generation.return_query_logits;
       const int64_t count = all_rows ? rows : 1;
       out.logit_first.push_back(static_cast<int64_t>(logit_rows.size()));
@@ -59,9 +87,18 @@ Result<StepForward> run_step_forward(EngineModel& model, Communicator& comm, con
     split = std::move(*fused);
     attention = split.get();
   }
-  Result<std::vector<float>> logits = model.forward_rows(tokens, positions, *attention, logit_rows);
+  const int64_t vocab = model.config().vocab_size;
+  const VocabSlice slice = vocab_slice_of_rank(vocab, comm.rank(), comm.size());
+  Result<std::vector<float>> logits = model.forward_rows(tokens, positions, *attention, logit_rows, slice);
   if (!logits.ok()) return logits.status();
-  out.logits = std::move(*logits);
+  if (comm.size() == 1) {
+    out.logits = std::move(*logits);
+    return out;
+  }
+  Result<std::vector<float>> whole =
+      gather_vocab_slices(comm, *logits, static_cast<int64_t>(logit_rows.size()), vocab, keep_logits);
+  if (!whole.ok()) return whole.status();
+  out.logits = std::move(*whole);
   return out;
 }
 

@@ -92,13 +92,14 @@ Result<std::vector<float>> LlamaModel::hidden(std::span<const int32_t> tokens, s
   return x;
 }
 
-std::vector<float> LlamaModel::logits_of(const float* rows, int64_t count) const {
+std::vector<float> LlamaModel::logits_of(const float* rows, int64_t count, VocabSlice vocab) const {
   const LlamaConfig& c = config_;
-  std::vector<float> logits(count * c.vocab_size);
-  if (count == 0) return logits;
+  std::vector<float> logits(count * vocab.count);
+  if (count == 0 || vocab.count == 0) return logits;
   std::vector<float> h(count * c.dim);
   cpu::rms_norm(rows, count, c.dim, weights_.final_norm.f32(), static_cast<float>(c.rms_norm_eps), h.data());
-  cpu::matmul_wide_activations(h.data(), count, weights_.lm_head, logits.data());
+  cpu::matmul_wide_activations(h.data(), count, weight_rows(weights_.lm_head, vocab.first, vocab.count),
+                               logits.data());
   return logits;
 }
 
@@ -109,15 +110,17 @@ Result<std::vector<float>> LlamaModel::forward(std::span<const int32_t> tokens,
   Result<std::vector<float>> x = hidden(tokens, positions, attention);
   if (!x.ok()) return x.status();
   const int64_t n = static_cast<int64_t>(tokens.size());
-  return logits_of(x->data() + (n - logit_rows) * config_.dim, logit_rows);
+  return logits_of(x->data() + (n - logit_rows) * config_.dim, logit_rows, {0, config_.vocab_size});
 }
 
 Result<std::vector<float>> LlamaModel::forward_rows(std::span<const int32_t> tokens,
                                                     std::span<const int32_t> positions, LayerAttention& attention,
-                                                    std::span<const int64_t> logit_rows) const {
+                                                    std::span<const int64_t> logit_rows, VocabSlice vocab) const {
   const int64_t n = static_cast<int64_t>(tokens.size());
+  if (vocab.count < 0) vocab.count = config_.vocab_size - vocab.first;
   if (Status s = validate_forward_inputs(config_, tokens, positions, 0); !s.ok()) return s;
   if (Status s = validate_logit_rows(logit_rows, n); !s.ok()) return s;
+  if (Status s = validate_vocab_slice(vocab, config_.vocab_size); !s.ok()) return s;
   Result<std::vector<float>> x = hidden(tokens, positions, attention);
   if (!x.ok()) return x.status();
   const int64_t dim = config_.dim;
@@ -125,7 +128,7 @@ Result<std::vector<float>> LlamaModel::forward_rows(std::span<const int32_t> tok
   for (size_t i = 0; i < logit_rows.size(); ++i) {
     std::copy_n(x->data() + logit_rows[i] * dim, dim, gathered.data() + i * dim);
   }
-  return logits_of(gathered.data(), static_cast<int64_t>(logit_rows.size()));
+  return logits_of(gathered.data(), static_cast<int64_t>(logit_rows.size()), vocab);
 }
 
 }  // namespace star

@@ -255,6 +255,47 @@ TEST(StoredMatmul, WideActivationsEqualSgemmOfTheDequantizedWeightAtAnyRowCount)
   }
 }
 
+// The output projection split by vocabulary (each rank of a batched Phase 2 step takes a slice of
+// the weight's rows, weight_rows): where a row-dot kernel runs (wide_activation_kernel, up to its
+// row_dot_max_rows: a decode step's rows) every slice's product is those columns of the whole
+// product bit for bit; where sgemm runs on the widened weight, within float rounding (BLAS picks its
+// path by the slice's size).
+TEST(StoredMatmul, WideActivationsOnRowSlicesAreColumnsOfTheWhole) {
+  std::mt19937 rng(27);
+  const int64_t m = 203, k = 256;
+  std::vector<DType> types(std::begin(kAllStoredTypes), std::end(kAllStoredTypes));
+  types.push_back(DType::kF32);
+  for (DType type : types) {
+    const Case c = random_case(type, m, k, rng);
+    const cpu::DotKernel* kernel = cpu::wide_activation_kernel(type, cpu::best_isa());
+    for (int64_t n : {int64_t{1}, int64_t{4}, int64_t{16}, cpu::kRowTileMaxRows, cpu::kRowTileMaxRows + 7}) {
+      const bool row_dots = kernel != nullptr && n <= cpu::row_dot_max_rows(*kernel);
+      const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);
+      std::vector<float> whole(static_cast<size_t>(n * m));
+      cpu::matmul_wide_activations(x.data(), n, c.w, whole.data());
+      const auto mag = magnitudes(x, n, c, m, k);
+      for (const auto& [first, count] : {std::pair<int64_t, int64_t>{0, 68}, {68, 68}, {136, 67}, {5, 1}}) {
+        std::vector<float> part(static_cast<size_t>(n * count), -1.f);
+        cpu::matmul_wide_activations(x.data(), n, weight_rows(c.w, first, count), part.data());
+        for (int64_t i = 0; i < n; ++i) {
+          for (int64_t j = 0; j < count; ++j) {
+            const float got = part[i * count + j], want = whole[i * m + first + j];
+            const auto where = [&] {
+              return std::string(dtype_name(type)) + " n=" + std::to_string(n) + " rows [" + std::to_string(first) + ", " +
+                     std::to_string(first + count) + ") [" + std::to_string(i) + "," + std::to_string(j) + "]";
+            };
+            if (row_dots) {
+              ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want)) << where();
+            } else {
+              ASSERT_NEAR(got, want, 1e-6 * mag[i * m + first + j] + 1e-7) << where();
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // Q, K and V in one call: each output is the very matmul of its weight (same kernel, same
 // activation rounding, same per-element sums), whether the weights share a type or not.
 TEST(StoredMatmul, SharedInputEqualsOneMatmulPerWeight) {

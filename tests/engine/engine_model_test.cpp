@@ -208,8 +208,9 @@ class RinglessEngine final : public EngineModel {
     return cpu_->forward(tokens, positions, attention, logit_rows);
   }
   Result<std::vector<float>> forward_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
-                                          EngineAttention& attention, std::span<const int64_t> logit_rows) override {
-    return cpu_->forward_rows(tokens, positions, attention, logit_rows);
+                                          EngineAttention& attention, std::span<const int64_t> logit_rows,
+                                          VocabSlice vocab) override {
+    return cpu_->forward_rows(tokens, positions, attention, logit_rows, vocab);
   }
 
  private:

@@ -74,7 +74,8 @@ class CpuEngineModel final : public EngineModel {
   Result<std::vector<float>> forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                      EngineAttention& attention, int64_t logit_rows) override;
   Result<std::vector<float>> forward_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
-                                          EngineAttention& attention, std::span<const int64_t> logit_rows) override;
+                                          EngineAttention& attention, std::span<const int64_t> logit_rows,
+                                          VocabSlice vocab = {}) override;
 
  private:
   const LlamaModel& model_;

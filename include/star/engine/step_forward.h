@@ -16,7 +16,7 @@
 namespace star {
 
 struct StepForward {
-  std::vector<float> logits;       // rank 0: [logit rows, vocab]
+  std::vector<float> logits;       // keep_logits: [logit rows, vocab]
   // Per decoding sequence, in the order given: its first row in `logits` and how many it has
   // there (its last row's, or every query row's when it asked for query logits).
   std::vector<int64_t> logit_first, logit_count;
@@ -24,10 +24,12 @@ struct StepForward {
 };
 
 // Runs one forward over `chunk` (may be null) and the pending rows of `decoding` (id order, each
-// with rows). `with_logits`: rank 0 asks for logits; the others skip the vocabulary projection.
-// Collective whenever `decoding` is not empty (every rank passes the same sequences) or the chunk is
-// a ring segment.
+// with rows). Every rank projects the logit rows onto its slice of the vocabulary
+// (vocab_slice_of_rank) and one all-gather brings the slices together; `keep_logits`: this rank
+// (the one that samples) assembles them into `logits`. The split depends only on the rank count,
+// so a sequence's logits are the same batched or alone. Collective whenever `decoding` is not
+// empty (every rank passes the same sequences) or the chunk is a ring segment.
 Result<StepForward> run_step_forward(EngineModel& model, Communicator& comm, const Phase1Chunk* chunk,
-                                     const std::vector<StepSequence*>& decoding, bool with_logits);
+                                     const std::vector<StepSequence*>& decoding, bool keep_logits);
 
 }  // namespace star

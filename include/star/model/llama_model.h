@@ -17,6 +17,7 @@
 #include "star/model/layer_attention.h"
 #include "star/model/llama_config.h"
 #include "star/model/llama_weights.h"
+#include "star/model/vocab_slice.h"
 
 namespace star {
 
@@ -40,17 +41,20 @@ class LlamaModel {
   // Activation memory is O(n · max(dim, hidden)), independent of what the tokens attend to.
   Result<std::vector<float>> forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                      LayerAttention& attention, int64_t logit_rows = 1) const;
-  // The same pass with the logits of rows `logit_rows` (ascending, each in [0, tokens)) only,
-  // [logit_rows.size(), vocab]: the decode rows of many sequences in one fused forward.
+  // The same pass with the logits of rows `logit_rows` (ascending, each in [0, tokens)) only, and
+  // only columns `vocab`: [logit_rows.size(), vocab.count]; the decode rows of many sequences in
+  // one fused forward. Where the output projection runs row dots (few rows), each logit is the
+  // same whatever the slice; on sgemm, within float rounding.
   Result<std::vector<float>> forward_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
-                                          LayerAttention& attention, std::span<const int64_t> logit_rows) const;
+                                          LayerAttention& attention, std::span<const int64_t> logit_rows,
+                                          VocabSlice vocab = {}) const;
 
  private:
   // Every layer over the tokens: the residual stream x [n, dim] before the final norm.
   Result<std::vector<float>> hidden(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                     LayerAttention& attention) const;
-  // rms_norm(rows [count, dim])·lm_headᵀ.
-  std::vector<float> logits_of(const float* rows, int64_t count) const;
+  // rms_norm(rows [count, dim])·lm_headᵀ, columns `vocab` (whole: count >= 0).
+  std::vector<float> logits_of(const float* rows, int64_t count, VocabSlice vocab) const;
 
   LlamaModel(LlamaConfig config, LlamaWeights weights, cpu::RopeTable rope);
 

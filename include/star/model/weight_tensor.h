@@ -31,4 +31,13 @@ struct WeightTensor {
   }
 };
 
+// Rows [first, first + count) of a matrix, borrowed: valid while w is.
+inline WeightTensor weight_rows(const WeightTensor& w, int64_t first, int64_t count) {
+  WeightTensor rows;
+  rows.dtype = w.dtype;
+  rows.shape = {count, w.cols()};
+  rows.data = w.data + static_cast<size_t>(first) * w.row_bytes();
+  return rows;
+}
+
 }  // namespace star

@@ -227,11 +227,12 @@ class CudaEngineModel final : public EngineModel {
   }
 
   Result<std::vector<float>> forward_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
-                                          EngineAttention& attention, std::span<const int64_t> logit_rows) override {
+                                          EngineAttention& attention, std::span<const int64_t> logit_rows,
+                                          VocabSlice vocab) override {
     DeviceAttention* device = device_attention(attention);
     if (device == nullptr) return foreign("forward_rows: an attention");
     if (Status s = make_current(); !s.ok()) return s;
-    return model_->forward_rows(tokens, positions, device->layer(), logit_rows);
+    return model_->forward_rows(tokens, positions, device->layer(), logit_rows, vocab);
   }
 
   Status synchronize() override {

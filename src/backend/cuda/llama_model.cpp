@@ -128,15 +128,16 @@ Status DeviceLlamaModel::run_layers(std::span<const int32_t> tokens, std::span<c
   return ok_status();
 }
 
-Status DeviceLlamaModel::logits_of(const float* rows, int64_t count) {
-  if (count == 0) return ok_status();
+Status DeviceLlamaModel::logits_of(const float* rows, int64_t count, VocabSlice vocab) {
+  if (count == 0 || vocab.count == 0) return ok_status();
   const LlamaConfig& c = config_;
   if (Status s = rms_norm(rows, count, c.dim, weights_.final_norm.data(), static_cast<float>(c.rms_norm_eps),
                           h_.data(), stream_);
       !s.ok()) {
     return s;
   }
-  return linear(h_.data(), count, c.dim, weights_.output_projection(), c.vocab_size, logits_.data(), false);
+  return linear(h_.data(), count, c.dim, weights_.output_projection() + vocab.first * c.dim, vocab.count,
+                logits_.data(), false);
 }
 
 Status DeviceLlamaModel::forward_on_device(std::span<const int32_t> tokens,
@@ -147,18 +148,20 @@ Status DeviceLlamaModel::forward_on_device(std::span<const int32_t> tokens,
   if (Status s = validate_forward_inputs(c, tokens, positions, logit_rows); !s.ok()) return s;
   if (Status s = ensure(logits_, logit_rows * c.vocab_size); !s.ok()) return s;
   if (Status s = run_layers(tokens, positions, attention); !s.ok()) return s;
-  return logits_of(x_.data() + (n - logit_rows) * c.dim, logit_rows);
+  return logits_of(x_.data() + (n - logit_rows) * c.dim, logit_rows, {0, c.vocab_size});
 }
 
 Status DeviceLlamaModel::forward_rows_on_device(std::span<const int32_t> tokens,
                                                 std::span<const int32_t> positions,
                                                 DeviceLayerAttention& attention,
-                                                std::span<const int64_t> logit_rows) {
+                                                std::span<const int64_t> logit_rows, VocabSlice vocab) {
   const LlamaConfig& c = config_;
   const auto n = static_cast<int64_t>(tokens.size());
   const auto count = static_cast<int64_t>(logit_rows.size());
+  if (vocab.count < 0) vocab.count = c.vocab_size - vocab.first;
   if (Status s = validate_forward_inputs(c, tokens, positions, 0); !s.ok()) return s;
   if (Status s = validate_logit_rows(logit_rows, n); !s.ok()) return s;
+  if (Status s = validate_vocab_slice(vocab, c.vocab_size); !s.ok()) return s;
   if (Status s = ensure(logits_, count * c.vocab_size); !s.ok()) return s;
   if (Status s = ensure(gathered_, count * c.dim); !s.ok()) return s;
   if (Status s = run_layers(tokens, positions, attention); !s.ok()) return s;
@@ -176,15 +179,16 @@ Status DeviceLlamaModel::forward_rows_on_device(std::span<const int32_t> tokens,
     }
     i = end;
   }
-  return logits_of(gathered_.data(), count);
+  return logits_of(gathered_.data(), count, vocab);
 }
 
 Result<std::vector<float>> DeviceLlamaModel::forward_rows(std::span<const int32_t> tokens,
                                                           std::span<const int32_t> positions,
                                                           DeviceLayerAttention& attention,
-                                                          std::span<const int64_t> logit_rows) {
-  if (Status s = forward_rows_on_device(tokens, positions, attention, logit_rows); !s.ok()) return s;
-  std::vector<float> logits(logit_rows.size() * static_cast<size_t>(config_.vocab_size));
+                                                          std::span<const int64_t> logit_rows, VocabSlice vocab) {
+  if (vocab.count < 0) vocab.count = config_.vocab_size - vocab.first;
+  if (Status s = forward_rows_on_device(tokens, positions, attention, logit_rows, vocab); !s.ok()) return s;
+  std::vector<float> logits(logit_rows.size() * static_cast<size_t>(vocab.count));
   if (Status s = logits_.copy_to_host(logits, stream_); !s.ok()) return s;
   return logits;
 }

@@ -26,6 +26,7 @@
 #include "star/common/status.h"
 #include "star/model/llama_config.h"
 #include "star/model/llama_weights.h"
+#include "star/model/vocab_slice.h"
 
 namespace star::cuda {
 
@@ -54,12 +55,15 @@ class DeviceLlamaModel {
                                      std::span<const int32_t> positions,
                                      DeviceLayerAttention& attention, int64_t logit_rows = 1);
 
-  // The same pass with the logits of rows `logit_rows` (ascending, each in [0, tokens)) only,
-  // [logit_rows.size(), vocab], as LlamaModel::forward_rows: on the device, then on the host.
+  // The same pass with the logits of rows `logit_rows` (ascending, each in [0, tokens)) only, columns
+  // `vocab`: [logit_rows.size(), vocab.count], as LlamaModel::forward_rows: on the device, then on
+  // the host.
   Status forward_rows_on_device(std::span<const int32_t> tokens, std::span<const int32_t> positions,
-                                DeviceLayerAttention& attention, std::span<const int64_t> logit_rows);
+                                DeviceLayerAttention& attention, std::span<const int64_t> logit_rows,
+                                VocabSlice vocab = {});
   Result<std::vector<float>> forward_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
-                                          DeviceLayerAttention& attention, std::span<const int64_t> logit_rows);
+                                          DeviceLayerAttention& attention, std::span<const int64_t> logit_rows,
+                                          VocabSlice vocab = {});
 
  private:
   DeviceLlamaModel(LlamaConfig config, DeviceLlamaWeights weights, DeviceBuffer<float> inv_freq,
@@ -69,7 +73,7 @@ class DeviceLlamaModel {
   Status run_layers(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                     DeviceLayerAttention& attention);
   // rms_norm(rows [count, dim])·lm_headᵀ into logits_.
-  Status logits_of(const float* rows, int64_t count);
+  Status logits_of(const float* rows, int64_t count, VocabSlice vocab);
   // Grows the activation buffers to n tokens.
   Status reserve_activations(int64_t n);
   // y[n, m] (+)= act[n, k] · w^T with act rounded to bf16 first.
