@@ -112,11 +112,32 @@ inline constexpr int kValueChunks = simd::kVectorRegisters == 32 ? 4 : 2;
 // Scores of R query rows against kLanes keys:
 //   s[r, c] = sum_p q[r * d + p] * k[c * ldk + p]      r < R, c < kLanes, p < d
 // q [R, d] row-major queries, k [kLanes, d] keys (row stride ldk), s [R, kLanes] (row stride lds).
-// d must be a multiple of kLanes.
+// d must be a multiple of kLanes. With 32 vector registers two rows share each key load (the loads,
+// not the FMAs, bound a row alone); every row's sums are the same operations in the same order
+// either way, so a row's scores do not depend on the rows beside it.
 template <int R>
 inline void score_rows(const float* q, int64_t d, const float* k, int64_t ldk, float* s,
                        int64_t lds) {
-  for (int r = 0; r < R; ++r) {
+  int r = 0;
+  if constexpr (simd::kVectorRegisters == 32) {
+    for (; r + 2 <= R; r += 2) {
+      Vec acc0[kLanes] = {};
+      Vec acc1[kLanes] = {};
+      for (int64_t p = 0; p < d; p += kLanes) {
+        const Vec query0 = simd::load(q + r * d + p);
+        const Vec query1 = simd::load(q + (r + 1) * d + p);
+#pragma GCC unroll 8
+        for (int c = 0; c < kLanes; ++c) {
+          const Vec key = simd::load(k + c * ldk + p);
+          acc0[c] += key * query0;
+          acc1[c] += key * query1;
+        }
+      }
+      simd::store(s + r * lds, simd::transpose_sum(acc0));
+      simd::store(s + (r + 1) * lds, simd::transpose_sum(acc1));
+    }
+  }
+  for (; r < R; ++r) {
     Vec acc[kLanes] = {};
     for (int64_t p = 0; p < d; p += kLanes) {
       const Vec query = simd::load(q + r * d + p);
