@@ -94,7 +94,7 @@ STAR_AVX512 void tile(const std::byte* weights, size_t w_row_bytes, const std::b
 }
 
 template <int MR, int NR>
-struct Tile {
+struct BF16Tile {
   static constexpr TileFn fn = tile<MR, NR>;
 };
 
@@ -103,7 +103,7 @@ struct Tile {
 void bf16_bf16_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
                            int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
   thread_local std::vector<FloatChunk> widened;  // per OpenMP worker, reused across calls
-  run_prepared_tiles<kTileRows, kTileCols, Tile>(widened, widen_row, (k + 15) / 16, w, w_row_bytes, m, x, x_row_bytes, n,
+  run_prepared_tiles<kTileRows, kTileCols, BF16Tile>(widened, widen_row, (k + 15) / 16, w, w_row_bytes, m, x, x_row_bytes, n,
                                                  k, y, ldy, accumulate);
 }
 

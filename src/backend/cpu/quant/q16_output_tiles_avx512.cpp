@@ -99,11 +99,11 @@ STAR_AVX512 void q8_0_tile(const std::byte* w, size_t w_row_bytes, const std::by
 }
 
 template <int MR, int NR>
-struct Q6_KTile {
+struct Q6_KQ16Tile {
   static constexpr TileFn fn = q6_k_tile<MR, NR>;
 };
 template <int MR, int NR>
-struct Q8_0Tile {
+struct Q8_0Q16Tile {
   static constexpr TileFn fn = q8_0_tile<MR, NR>;
 };
 
@@ -112,14 +112,14 @@ struct Q8_0Tile {
 void q6_k_q16_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
                           int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
   thread_local std::vector<Q16Pair> prepared;  // per OpenMP worker, reused across calls
-  run_prepared_tiles<1, kTileCols, Q6_KTile>(prepared, prepare_q16_pairs<32>, (k / kLegacyBlock + 1) / 2, w, w_row_bytes, m, x,
+  run_prepared_tiles<1, kTileCols, Q6_KQ16Tile>(prepared, prepare_q16_pairs<32>, (k / kLegacyBlock + 1) / 2, w, w_row_bytes, m, x,
                                              x_row_bytes, n, k, y, ldy, accumulate);
 }
 
 void q8_0_q16_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
                           int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
   thread_local std::vector<Q16Pair> prepared;  // per OpenMP worker, reused across calls
-  run_prepared_tiles<kQ8_0TileRows, kTileCols, Q8_0Tile>(prepared, prepare_q16_pairs<128>, (k / kLegacyBlock + 1) / 2, w, w_row_bytes, m, x,
+  run_prepared_tiles<kQ8_0TileRows, kTileCols, Q8_0Q16Tile>(prepared, prepare_q16_pairs<128>, (k / kLegacyBlock + 1) / 2, w, w_row_bytes, m, x,
                                              x_row_bytes, n, k, y, ldy, accumulate);
 }
 

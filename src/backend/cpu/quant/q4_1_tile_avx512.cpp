@@ -72,7 +72,7 @@ STAR_AVX512 void tile(const std::byte* w, size_t w_row_bytes, const std::byte* x
 }
 
 template <int MR, int NR>
-struct Tile {
+struct Q4_1Tile {
   static constexpr TileFn fn = tile<MR, NR>;
 };
 
@@ -81,7 +81,7 @@ struct Tile {
 void q4_1_q16_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
                           int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
   thread_local std::vector<Q16Pair> prepared;  // per OpenMP worker, reused across calls
-  run_prepared_tiles<kTileRows, kTileCols, Tile>(prepared, prepare_q16_pairs<0>, (k / kLegacyBlock + 1) / 2, w, w_row_bytes, m, x,
+  run_prepared_tiles<kTileRows, kTileCols, Q4_1Tile>(prepared, prepare_q16_pairs<0>, (k / kLegacyBlock + 1) / 2, w, w_row_bytes, m, x,
                                                  x_row_bytes, n, k, y, ldy, accumulate);
 }
 

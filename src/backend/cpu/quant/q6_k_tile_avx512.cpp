@@ -50,7 +50,7 @@ STAR_AVX512 void tile(const std::byte* w, size_t, const std::byte* x, size_t x_r
 }
 
 template <int MR, int NR>
-struct Tile {
+struct Q6_KInt8Tile {
   static constexpr TileFn fn = tile<MR, NR>;
 };
 
@@ -59,7 +59,7 @@ struct Tile {
 void q6_k_q8_0_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
                            int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
   thread_local std::vector<Int8Pair> prepared;  // per OpenMP worker, reused across calls
-  run_prepared_tiles<1, kTileCols, Tile>(prepared, prepare_int8_pairs<32>, k / kLegacyBlock / 2, w, w_row_bytes, m, x, x_row_bytes, n, k,
+  run_prepared_tiles<1, kTileCols, Q6_KInt8Tile>(prepared, prepare_int8_pairs<32>, k / kLegacyBlock / 2, w, w_row_bytes, m, x, x_row_bytes, n, k,
                                          y, ldy, accumulate);
 }
 

@@ -19,6 +19,12 @@ using TileFn = void (*)(const std::byte* w, size_t w_row_bytes, const std::byte*
                         float* y, int64_t ldy, bool accumulate);
 
 // Tile<MR, NR>::fn for 1 <= MR <= MaxRows, 1 <= NR <= MaxCols.
+//
+// Every Tile template needs a name no other file's tile has, even inside an anonymous namespace:
+// GCC emits run_tiles<MaxRows, MaxCols, Tile> out of line as a weak symbol named after those
+// arguments, and the linker keeps one copy per name, so two files' `Tile<..>` with the same
+// MaxRows and MaxCols would both run one file's kernels (Q4_K's and Q6_K's did, once this function
+// grew too big to inline).
 template <int MaxRows, int MaxCols, template <int, int> class Tile>
 void run_tiles(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes, int64_t n,
                int64_t k, float* y, int64_t ldy, bool accumulate) {

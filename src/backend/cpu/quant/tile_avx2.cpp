@@ -125,7 +125,7 @@ struct Int8 {
 };
 
 template <int MR, int NR>
-struct FloatTile {
+struct FloatTileAvx2 {
   static constexpr TileFn fn = q8_0_f32_tile<MR, NR>;
 };
 
@@ -163,7 +163,7 @@ void q4_0_q8_0_tile_avx2(const std::byte* w, size_t w_row_bytes, int64_t m, cons
 
 void q8_0_f32_tile_avx2(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
                         int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
-  run_tiles<kFloatTileRows, kFloatTileCols, FloatTile>(w, w_row_bytes, m, x, x_row_bytes, n, k, y, ldy, accumulate);
+  run_tiles<kFloatTileRows, kFloatTileCols, FloatTileAvx2>(w, w_row_bytes, m, x, x_row_bytes, n, k, y, ldy, accumulate);
 }
 
 }  // namespace star::cpu::row_dots

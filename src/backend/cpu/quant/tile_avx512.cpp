@@ -66,7 +66,7 @@ STAR_AVX512 void q8_0_f32_tile(const std::byte* w, size_t w_row_bytes, const std
 }
 
 template <int MR, int NR>
-struct FloatTile {
+struct FloatTileAvx512 {
   static constexpr TileFn fn = q8_0_f32_tile<MR, NR>;
 };
 
@@ -80,7 +80,7 @@ float q8_0_f32_avx512(const std::byte* w, const std::byte* x, int64_t k) {
 
 void q8_0_f32_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
                           int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
-  run_tiles<kTileRows, kTileCols, FloatTile>(w, w_row_bytes, m, x, x_row_bytes, n, k, y, ldy, accumulate);
+  run_tiles<kTileRows, kTileCols, FloatTileAvx512>(w, w_row_bytes, m, x, x_row_bytes, n, k, y, ldy, accumulate);
 }
 
 }  // namespace star::cpu::row_dots
