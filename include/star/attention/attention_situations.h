@@ -19,9 +19,11 @@
 //   Status attend(AttentionShape, q, n, const Cache&, layer, first, rows, AttentionMask, out, lse,
 //                 SkipSoftmax, Context)
 //                                                                 q against rows [first, first + rows)
+//   static constexpr bool kSharesKeyReads                         whether attend_shared exists:
 //   Status attend_shared(AttentionShape, q, queries, n, const Cache&, layer, first, rows, out, lse, Context)
 //                                                                 `queries` queries of n rows each, no
-//                                                                 mask, each as attend would give it
+//                                                                 mask, each as attend would give it,
+//                                                                 the rows read once for all of them
 //   Status merge(outs, lses, partials, n, AttentionShape, out, lse, Context)           merge_partials
 //   Status merge_packed(packed, partials, n, AttentionShape, out, lse, Context)  merge_packed_partials
 //   Status reserve(Floats&, int64_t count); float* data(Floats&)  scratch of at least count floats
@@ -296,16 +298,18 @@ class BatchedQuerySituation {
       const size_t end = shared_context_end(i);
       const float* context_out = nullptr;
       const float* context_lse = nullptr;
-      if (end - i > 1) {
-        // Consecutive slots on one context: their context partials in one call that reads the shard once.
-        if (Status s = B::attend_shared(shape_, q + row * qf, static_cast<int64_t>(end - i), slots_[i].rows,
-                                        *slots_[i].context, layer, 0, slots_[i].context->tokens(),
-                                        B::data(shared_out_), B::data(shared_lse_), ctx);
-            !s.ok()) {
-          return s;
+      if constexpr (B::kSharesKeyReads) {
+        if (end - i > 1) {
+          // Consecutive slots on one context: their context partials in one call that reads the shard once.
+          if (Status s = B::attend_shared(shape_, q + row * qf, static_cast<int64_t>(end - i), slots_[i].rows,
+                                          *slots_[i].context, layer, 0, slots_[i].context->tokens(),
+                                          B::data(shared_out_), B::data(shared_lse_), ctx);
+              !s.ok()) {
+            return s;
+          }
+          context_out = B::data(shared_out_);
+          context_lse = B::data(shared_lse_);
         }
-        context_out = B::data(shared_out_);
-        context_lse = B::data(shared_lse_);
       }
       for (; i < end; ++i) {
         const int64_t rows = slots_[i].rows;
@@ -346,6 +350,7 @@ class BatchedQuerySituation {
   // shard, attended with no mask (no bounded window on the query host), no Skip Softmax, the same
   // rows. A run of one is a slot alone.
   size_t shared_context_end(size_t i) const {
+    if constexpr (!B::kSharesKeyReads) return i + 1;
     const auto plain = [](const Slot& s) {
       return s.custom == nullptr && s.context->tokens() > 0 && s.skip_softmax_scale_factor == 0 && s.rows > 0 &&
              !(s.own != nullptr && s.window.bounded());

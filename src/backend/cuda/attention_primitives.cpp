@@ -28,19 +28,6 @@ Status AttentionPrimitives::attend(const AttentionShape& s, const float* q, int6
                            s.n_kv_heads, s.head_dim, scale, mask, out, lse, stream, skip);
 }
 
-Status AttentionPrimitives::attend_shared(const AttentionShape& s, const float* q, int64_t queries, int64_t n,
-                                          const Cache& cache, int64_t layer, int64_t first, int64_t rows, float* out,
-                                          float* lse, Context stream) {
-  for (int64_t i = 0; i < queries; ++i) {
-    if (Status st = attend(s, q + i * n * s.q_floats(), n, cache, layer, first, rows, {}, out + i * n * s.q_floats(),
-                           lse + i * n * s.n_heads, {}, stream);
-        !st.ok()) {
-      return st;
-    }
-  }
-  return ok_status();
-}
-
 Status AttentionPrimitives::merge(const float* outs, const float* lses, int64_t partials, int64_t n,
                                   const AttentionShape& s, float* out, float* lse, Context stream) {
   return merge_partials(outs, lses, partials, n, s.n_heads, s.head_dim, out, lse, stream);

@@ -28,6 +28,7 @@ struct AttentionPrimitives {
                        const SkipSoftmax& skip, Context);
   // `queries` queries of n rows each (q [queries * n, Hq, d]) against the same rows, no mask: each
   // query's rows bit for bit what attend gives it, the rows read once for all of them.
+  static constexpr bool kSharesKeyReads = true;
   static Status attend_shared(const AttentionShape& shape, const float* q, int64_t queries, int64_t n,
                               const Cache& cache, int64_t layer, int64_t first, int64_t rows, float* out, float* lse,
                               Context);

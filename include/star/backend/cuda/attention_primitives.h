@@ -22,6 +22,8 @@ struct AttentionPrimitives {
   using Cache = DeviceKvCache;
   using Floats = DeviceBuffer<float>;
   using Context = cudaStream_t;
+  // No attend_shared: a decode step's launches, not its reads of the cache, bound it on the device.
+  static constexpr bool kSharesKeyReads = false;
 
   static Result<int64_t> grow(Cache& cache, int64_t n, Context stream);
   // Rows [first, first + n) of one layer = k, v rounded to bf16.
@@ -30,11 +32,6 @@ struct AttentionPrimitives {
   static Status attend(const AttentionShape& shape, const float* q, int64_t n, const Cache& cache, int64_t layer,
                        int64_t first, int64_t rows, const AttentionMask& mask, float* out, float* lse,
                        const SkipSoftmax& skip, Context stream);
-  // `queries` queries of n rows each against the same rows, no mask: one attend a query (the
-  // device kernel reads the rows at memory speed either way).
-  static Status attend_shared(const AttentionShape& shape, const float* q, int64_t queries, int64_t n,
-                              const Cache& cache, int64_t layer, int64_t first, int64_t rows, float* out, float* lse,
-                              Context stream);
   static Status merge(const float* outs, const float* lses, int64_t partials, int64_t n, const AttentionShape& shape,
                       float* out, float* lse, Context stream);
   static Status merge_packed(const float* packed, int64_t partials, int64_t n, const AttentionShape& shape,
