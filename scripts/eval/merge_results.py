@@ -9,9 +9,10 @@ parallel on one GPU or across machines); this puts their folders back together.
       every results.json under the folders given is read
 
 The folders must agree on the model, seed, blocks, max_tokens, prompt format, haystack, backend, KV
-type (else the merge stops, naming the field; each column's own config is checked instead of the
-base attention flags, which per-column flags such as --streaming-window change; the rank count and the
-haystack files themselves are not recorded, so keep them the same); a cell (task, length, column)
+type, rank count and, for the Debian haystack, its files and their characters of prose (else the
+merge stops, naming the field; each column's own config is checked instead of the base attention
+flags, which per-column flags such as --streaming-window change; folders from before star-eval
+recorded the ranks and haystack files have none, and merge only with each other); a cell (task, length, column)
 found twice must have the same score and is taken once, with its predictions, from the first folder
 (in path order). A column's config is kept per length (`configs_by_length`): star's anchor of
 block / 4 differs by length. Folders under --out are skipped. The tables are star-eval's (every task
@@ -27,7 +28,8 @@ import sys
 
 TASK_ORDER = ["niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey_1", "niah_multikey_2",
               "niah_multikey_3", "niah_multivalue", "niah_multiquery", "vt", "cwe", "fwe"]
-SHARED = ["model", "seed", "blocks", "max_tokens", "prompt_format", "haystack", "backend", "kv_dtype"]
+SHARED = ["model", "seed", "blocks", "max_tokens", "prompt_format", "haystack", "backend", "kv_dtype", "ranks",
+          "haystack_files", "haystack_chars"]
 
 
 def percent(v, signed):

@@ -26,6 +26,9 @@ cells=$(grep -c '"algorithm"' "$work/a/results.json")
 grep -q '| niah_single_1 |' "$work/a/results.md" || fail "no niah_single_1 row in results.md"
 grep -q '"prompt_format": "chat"' "$work/a/results.json" || fail "the model's chat template was not the default prompt"
 grep -q '"haystack": "debian"' "$work/a/results.json" || fail "the Debian text was not the default haystack"
+grep -q '"ranks": 2' "$work/a/results.json" || fail "results.json does not record the 2 ranks"
+grep -q '"usr/share/common-licenses/' "$work/a/results.json" || fail "results.json does not name the haystack files"
+grep -Eq '"haystack_chars": [1-9][0-9]*' "$work/a/results.json" || fail "results.json does not count the haystack's prose"
 echo "ok   two runs, identical tables"
 
 # One run per column, merged by scripts/eval/merge_results.py, gives one run's tables and preds:
@@ -57,7 +60,16 @@ if /usr/bin/python3 "$merge" --out "$work/bad-merge" "$work/split" >"$work/merge
   cat "$work/merge.log"
   fail "a cell scored differently by two folders was merged"
 fi
-echo "ok   runs per column merged equal one run; a conflicting cell is refused"
+mkdir -p "$work/other-ranks"
+cp -r "$work/split/dense" "$work/other-ranks/dense"
+cp -r "$work/split/star" "$work/other-ranks/star"
+sed -i 's/"ranks": 2/"ranks": 3/' "$work/other-ranks/star/results.json"
+if /usr/bin/python3 "$merge" --out "$work/bad-ranks" "$work/other-ranks" >"$work/ranks.log" 2>&1 ||
+   ! grep -q "ranks is" "$work/ranks.log"; then
+  cat "$work/ranks.log"
+  fail "folders run on different rank counts were merged"
+fi
+echo "ok   runs per column merged equal one run; a conflicting cell and another rank count are refused"
 
 # --algorithms none: only the --variants columns run.
 echo '{"star-overlap8": {"algorithm": "star", "boundary_overlap": 8}}' >"$work/variants.json"

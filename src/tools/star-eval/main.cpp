@@ -89,6 +89,10 @@ struct PromptSetup {
   eval::ChatTemplate chat;
   int64_t prompt_tokens = 0;
   std::vector<std::string> prose;
+  // --haystack debian: the files read, relative to --haystack-root (the same on every machine whose
+  // files match), and the characters of prose they gave; results.json records both.
+  std::vector<std::string> haystack_files;
+  int64_t haystack_chars = 0;
   eval::TaskOptions task_options() const { return {.prompt_tokens = prompt_tokens, .prose = prose}; }
 };
 
@@ -115,6 +119,8 @@ Result<PromptSetup> prompt_setup(const Options& o, const RuntimeModel& model) {
     Result<std::vector<std::string>> prose = eval::haystack_sentences(*files);
     if (!prose.ok()) return prose.status();
     p.prose = std::move(prose).value();
+    for (const fs::path& file : *files) p.haystack_files.push_back(file.lexically_relative(o.haystack_root).string());
+    for (const std::string& sentence : p.prose) p.haystack_chars += static_cast<int64_t>(sentence.size());
   }
   return p;
 }
@@ -161,6 +167,8 @@ Result<std::string> write_results(const Options& o, const PromptSetup& prompt, c
                {"blocks", o.blocks},       {"max_tokens", o.max_tokens}, {"tasks", o.tasks},
                {"lengths", o.lengths},     {"algorithms", names}, {"backend", o.backend}, {"kv_dtype", o.kv_dtype},
                {"prompt_format", eval::prompt_format_name(prompt.format)}, {"haystack", o.haystack},
+               {"ranks", ranks},           {"haystack_files", prompt.haystack_files},
+               {"haystack_chars", prompt.haystack_chars},
                {"attention", attention_config_to_json(o.attention)}, {"configs", configs}, {"cells", json::array()}};
   for (const auto& c : cells) {
     results["cells"].push_back(
