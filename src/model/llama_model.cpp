@@ -117,10 +117,10 @@ Result<std::vector<float>> LlamaModel::forward_rows(std::span<const int32_t> tok
                                                     std::span<const int32_t> positions, LayerAttention& attention,
                                                     std::span<const int64_t> logit_rows, VocabSlice vocab) const {
   const int64_t n = static_cast<int64_t>(tokens.size());
-  if (vocab.count < 0) vocab.count = config_.vocab_size - vocab.first;
   if (Status s = validate_forward_inputs(config_, tokens, positions, 0); !s.ok()) return s;
   if (Status s = validate_logit_rows(logit_rows, n); !s.ok()) return s;
-  if (Status s = validate_vocab_slice(vocab, config_.vocab_size); !s.ok()) return s;
+  Result<VocabSlice> columns = checked_vocab_slice(vocab, config_.vocab_size);
+  if (!columns.ok()) return columns.status();
   Result<std::vector<float>> x = hidden(tokens, positions, attention);
   if (!x.ok()) return x.status();
   const int64_t dim = config_.dim;
@@ -128,7 +128,7 @@ Result<std::vector<float>> LlamaModel::forward_rows(std::span<const int32_t> tok
   for (size_t i = 0; i < logit_rows.size(); ++i) {
     std::copy_n(x->data() + logit_rows[i] * dim, dim, gathered.data() + i * dim);
   }
-  return logits_of(gathered.data(), static_cast<int64_t>(logit_rows.size()), vocab);
+  return logits_of(gathered.data(), static_cast<int64_t>(logit_rows.size()), *columns);
 }
 
 }  // namespace star

@@ -15,8 +15,9 @@ struct VocabSlice {
   int64_t count = -1;  // -1: to the end of the vocabulary
 };
 
-// Ok when [first, first + count) lies in [0, vocab) (count >= 0).
-Status validate_vocab_slice(VocabSlice slice, int64_t vocab);
+// The slice with count -1 made explicit, or INVALID_ARGUMENT when [first, first + count) does not
+// lie in [0, vocab).
+Result<VocabSlice> checked_vocab_slice(VocabSlice slice, int64_t vocab);
 // Rank `rank` of `ranks`' slice: ceil(vocab / ranks) entries from rank times that, fewer (or none)
 // at the end.
 VocabSlice vocab_slice_of_rank(int64_t vocab, int rank, int ranks);

@@ -638,11 +638,7 @@ void attention_forward_shared_keys(const float* q, int64_t queries, int64_t nq, 
   assert(k.dtype == v.dtype && check_kv_dtype(k.dtype, head_dim).ok());
   if (queries <= 0 || nq <= 0) return;
   const int64_t group = n_heads / n_kv_heads;
-  // Each query is cut as it would be alone, so its rows take the same key tiles and splits.
-  Cut cut = cut_problem(nq, nk, n_heads, n_kv_heads, head_dim, omp_get_max_threads());
-  const bool one_task_row_major = attention_shares_key_tiles(nq, n_heads, n_kv_heads, head_dim) &&
-                                  cut.tiling.tile_tokens == nq && cut.heads_per_task == n_kv_heads;
-  if (queries == 1 || !one_task_row_major) {
+  if (queries == 1 || !attention_shares_key_tiles(nq, n_heads, n_kv_heads, head_dim)) {
     const int64_t floats = nq * n_heads * head_dim;
     for (int64_t i = 0; i < queries; ++i) {
       attention_forward(q + i * floats, nq, k, v, nk, n_heads, n_kv_heads, head_dim, scale, {}, out + i * floats,
@@ -650,6 +646,10 @@ void attention_forward_shared_keys(const float* q, int64_t queries, int64_t nq, 
     }
     return;
   }
+  // Each query is cut as it would be alone, so its rows take the same key tiles and splits: a query
+  // this short is one task of every kv head (row-major), per key split.
+  Cut cut = cut_problem(nq, nk, n_heads, n_kv_heads, head_dim, omp_get_max_threads());
+  assert(cut.tiling.tile_tokens == nq && cut.heads_per_task == n_kv_heads);
   cut.tiling.tile_tokens = queries * nq;
   const Problem p{q, k, v, queries * nq, nk, n_heads, n_kv_heads, head_dim, group,
                   scale * kLog2e, {}, cut.tiling.tile_tokens, nq, cut.heads_per_task, cut.tiling.key_tile,

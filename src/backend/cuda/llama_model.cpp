@@ -158,10 +158,10 @@ Status DeviceLlamaModel::forward_rows_on_device(std::span<const int32_t> tokens,
   const LlamaConfig& c = config_;
   const auto n = static_cast<int64_t>(tokens.size());
   const auto count = static_cast<int64_t>(logit_rows.size());
-  if (vocab.count < 0) vocab.count = c.vocab_size - vocab.first;
   if (Status s = validate_forward_inputs(c, tokens, positions, 0); !s.ok()) return s;
   if (Status s = validate_logit_rows(logit_rows, n); !s.ok()) return s;
-  if (Status s = validate_vocab_slice(vocab, c.vocab_size); !s.ok()) return s;
+  Result<VocabSlice> columns = checked_vocab_slice(vocab, c.vocab_size);
+  if (!columns.ok()) return columns.status();
   if (Status s = ensure(logits_, count * c.vocab_size); !s.ok()) return s;
   if (Status s = ensure(gathered_, count * c.dim); !s.ok()) return s;
   if (Status s = run_layers(tokens, positions, attention); !s.ok()) return s;
@@ -179,16 +179,17 @@ Status DeviceLlamaModel::forward_rows_on_device(std::span<const int32_t> tokens,
     }
     i = end;
   }
-  return logits_of(gathered_.data(), count, vocab);
+  return logits_of(gathered_.data(), count, *columns);
 }
 
 Result<std::vector<float>> DeviceLlamaModel::forward_rows(std::span<const int32_t> tokens,
                                                           std::span<const int32_t> positions,
                                                           DeviceLayerAttention& attention,
                                                           std::span<const int64_t> logit_rows, VocabSlice vocab) {
-  if (vocab.count < 0) vocab.count = config_.vocab_size - vocab.first;
-  if (Status s = forward_rows_on_device(tokens, positions, attention, logit_rows, vocab); !s.ok()) return s;
-  std::vector<float> logits(logit_rows.size() * static_cast<size_t>(vocab.count));
+  Result<VocabSlice> columns = checked_vocab_slice(vocab, config_.vocab_size);
+  if (!columns.ok()) return columns.status();
+  if (Status s = forward_rows_on_device(tokens, positions, attention, logit_rows, *columns); !s.ok()) return s;
+  std::vector<float> logits(logit_rows.size() * static_cast<size_t>(columns->count));
   if (Status s = logits_.copy_to_host(logits, stream_); !s.ok()) return s;
   return logits;
 }
