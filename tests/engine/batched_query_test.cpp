@@ -270,6 +270,54 @@ TEST_F(BatchedQuery, ForwardRowsAreTheRowsOfTheFullForward) {
   }
 }
 
+// The ranks of a step share the output projection: their slices (vocab_slice_of_rank) cover the
+// vocabulary once, in order, and forward_rows over each returns those columns of the whole logits
+// (within float rounding: this model's F32 projection runs on BLAS, whose path depends on the
+// slice's size); a slice outside the vocabulary is refused, naming it.
+TEST_F(BatchedQuery, VocabSlicesOfTheRanksAreColumnsOfTheWholeLogits) {
+  for (int64_t v : {int64_t{1}, int64_t{5}, int64_t{100}, int64_t{32769}}) {
+    for (int ranks = 1; ranks <= 5; ++ranks) {
+      int64_t next = 0;
+      for (int r = 0; r < ranks; ++r) {
+        const VocabSlice slice = vocab_slice_of_rank(v, r, ranks);
+        EXPECT_EQ(slice.first, next) << "vocab " << v << " rank " << r << " of " << ranks;
+        EXPECT_LE(slice.count, (v + ranks - 1) / ranks);
+        next += slice.count;
+      }
+      EXPECT_EQ(next, v) << "vocab " << v << " on " << ranks << " ranks";
+    }
+  }
+
+  const auto tokens = tokens_of(6, vocab(), 4);
+  const auto positions = positions_from(0, 6);
+  const std::vector<int64_t> rows{2, 5};
+  auto logits = [&](VocabSlice slice) {
+    auto shard = take(engine().new_shard(0));
+    auto attention = take(engine().local_causal(*shard));
+    return engine().forward_rows(tokens, positions, *attention, rows, slice);
+  };
+  const std::vector<float> whole = take(logits({}));
+  ASSERT_EQ(whole.size(), rows.size() * vocab());
+  for (int r = 0; r < 3; ++r) {
+    const VocabSlice slice = vocab_slice_of_rank(vocab(), r, 3);
+    const std::vector<float> part = take(logits(slice));
+    ASSERT_EQ(part.size(), rows.size() * slice.count);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      for (int64_t j = 0; j < slice.count; ++j) {
+        const float want = whole[i * vocab() + slice.first + j];
+        ASSERT_NEAR(part[i * slice.count + j], want, 1e-5f * std::max(1.f, std::abs(want)))
+            << "rank " << r << " row " << rows[i] << " column " << slice.first + j;
+      }
+    }
+  }
+  for (const VocabSlice bad : {VocabSlice{vocab() - 1, 2}, VocabSlice{-1, 1}, VocabSlice{vocab() + 1, -1}}) {
+    auto refused = logits(bad);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(refused.status().message().find("vocabulary slice"), std::string::npos) << refused.status().message();
+  }
+}
+
 // A Phase 1 chunk's rows and two sequences' Phase 2 rows in one fused forward.
 TEST_F(BatchedQuery, RowSplitRunsItsPartsAsSeparateForwards) {
   std::vector<Sequence> fused = mixed_sequences(), apart = mixed_sequences();
