@@ -1,7 +1,9 @@
 // BF16 weight rows against float32 activations: the output projection of BF16 files, where the
 // activations stay float32 for accuracy (see matmul_float_activations). A bf16 is the top half of
 // a float32, so each weight widens exactly with a 16-bit shift in registers; the row streams at
-// memory speed where widening it into a buffer first (dequantize_weight_rows) did not.
+// memory speed where widening it into a buffer first (dequantize_weight_rows) did not. The AVX-512
+// kernel is a register tile (bf16_tile_avx512.cpp), as a row at a time left the vocabulary's rows to
+// OpenMP one by one.
 #include <immintrin.h>
 
 #include <cstring>
@@ -15,7 +17,6 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #define STAR_AVX2 __attribute__((target("avx2,fma,f16c")))
-#define STAR_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
 
 namespace star::cpu::row_dots {
 namespace {
@@ -37,11 +38,6 @@ STAR_AVX2 __m256 widen_8(const uint16_t* p) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
 }
 
-STAR_AVX512 __m512 widen_16(const uint16_t* p) {
-  const __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
-}
-
 }  // namespace
 
 float bf16_f32_scalar(const std::byte* w, const std::byte* x, int64_t k) {
@@ -60,20 +56,6 @@ STAR_AVX2 float bf16_f32_avx2(const std::byte* w, const std::byte* x, int64_t k)
     acc1 = _mm256_fmadd_ps(widen_8(wh + i + 8), _mm256_loadu_ps(xf + i + 8), acc1);
   }
   float sum = horizontal_sum_8(_mm256_add_ps(acc0, acc1));
-  for (; i < k; ++i) sum += weight_at(w, i) * xf[i];
-  return sum;
-}
-
-STAR_AVX512 float bf16_f32_avx512(const std::byte* w, const std::byte* x, int64_t k) {
-  const auto* wh = reinterpret_cast<const uint16_t*>(w);
-  const auto* xf = reinterpret_cast<const float*>(x);
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-  int64_t i = 0;
-  for (; i + 32 <= k; i += 32) {
-    acc0 = _mm512_fmadd_ps(widen_16(wh + i), _mm512_loadu_ps(xf + i), acc0);
-    acc1 = _mm512_fmadd_ps(widen_16(wh + i + 16), _mm512_loadu_ps(xf + i + 16), acc1);
-  }
-  float sum = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
   for (; i < k; ++i) sum += weight_at(w, i) * xf[i];
   return sum;
 }

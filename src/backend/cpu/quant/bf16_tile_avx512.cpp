@@ -1,6 +1,8 @@
-// Register tiles of BF16 weight rows against BF16 activations for AVX-512 CPUs without
-// AVX512-BF16 (vdpbf16ps; dot_avx512.cpp has that kernel): up to 2 weight rows by 4 activation
-// rows. The activations, already rounded to bf16, are widened to float32 once per call; each
+// Register tiles of BF16 weight rows for AVX-512, up to 2 weight rows by 4 activation rows: against
+// BF16 activations on CPUs without AVX512-BF16 (vdpbf16ps; dot_avx512.cpp has that kernel), and
+// against float32 activations (the logits, whose activations stay float on every CPU). BF16
+// activations are widened to float32 once per call, float32 ones copied into the same padded
+// chunks; each
 // weight element is widened in registers (a bf16 is the top half of a float32, so a zero-extension
 // and a shift are exact) and multiplied-added with the activations in float32. Every output sums
 // its products in 16 lanes, 16 elements at a time, then the lanes in one fixed order, whatever
@@ -44,6 +46,14 @@ STAR_AVX512 void widen_row(const std::byte* x, int64_t k, FloatChunk* out) {
   for (int64_t j = 0; j < k; j += 16) {
     const __mmask16 mask = static_cast<__mmask16>(k - j >= 16 ? 0xffff : (1u << (k - j)) - 1);
     _mm512_store_ps(out[j / 16].v, widen(row + j, mask));
+  }
+}
+
+STAR_AVX512 void copy_row(const std::byte* x, int64_t k, FloatChunk* out) {
+  const auto* row = reinterpret_cast<const float*>(x);
+  for (int64_t j = 0; j < k; j += 16) {
+    const __mmask16 mask = static_cast<__mmask16>(k - j >= 16 ? 0xffff : (1u << (k - j)) - 1);
+    _mm512_store_ps(out[j / 16].v, _mm512_maskz_loadu_ps(mask, row + j));
   }
 }
 
@@ -109,6 +119,17 @@ void bf16_bf16_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, co
 
 float bf16_bf16_widen_avx512(const std::byte* w, const std::byte* x, int64_t k) {
   return one_row_dot<bf16_bf16_tile_avx512>(w, x, k);
+}
+
+void bf16_f32_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
+                          int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
+  thread_local std::vector<FloatChunk> copied;  // per OpenMP worker, reused across calls
+  run_prepared_tiles<kTileRows, kTileCols, BF16Tile>(copied, copy_row, (k + 15) / 16, w, w_row_bytes, m, x, x_row_bytes, n,
+                                                 k, y, ldy, accumulate);
+}
+
+float bf16_f32_tile_dot_avx512(const std::byte* w, const std::byte* x, int64_t k) {
+  return one_row_dot<bf16_f32_tile_avx512>(w, x, k);
 }
 
 }  // namespace star::cpu::row_dots

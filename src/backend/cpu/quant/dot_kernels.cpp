@@ -94,7 +94,7 @@ const KernelRow kFloatKernels[] = {
     {DType::kBF16,
      {{ActivationType::kF32, row_dots::bf16_f32_scalar},
       {ActivationType::kF32, row_dots::bf16_f32_avx2},
-      {ActivationType::kF32, row_dots::bf16_f32_avx512}}},
+      {ActivationType::kF32, row_dots::bf16_f32_tile_dot_avx512, row_dots::bf16_f32_tile_avx512}}},
 };
 
 Isa detect_isa() {

@@ -50,7 +50,6 @@ float q5_1_q8_1_avx512(const std::byte* w, const std::byte* x, int64_t k);
 float q8_0_f32_avx512(const std::byte* w, const std::byte* x, int64_t k);
 float q4_1_f32_avx512(const std::byte* w, const std::byte* x, int64_t k);
 float q6_k_f32_avx512(const std::byte* w, const std::byte* x, int64_t k);
-float bf16_f32_avx512(const std::byte* w, const std::byte* x, int64_t k);
 
 // Register tiles (RowTile in star/backend/cpu/dot_kernels.h) whose 1x1 case is the dot above.
 void q8_0_q8_0_tile_avx2(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
@@ -75,6 +74,11 @@ void q4_k_q8_0_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, co
 float bf16_bf16_widen_avx512(const std::byte* w, const std::byte* x, int64_t k);
 void bf16_bf16_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
                            int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate);
+// BF16 against float32 activations in the same register tiles (bf16_tile_avx512.cpp): the logits of
+// a BF16 output projection.
+float bf16_f32_tile_dot_avx512(const std::byte* w, const std::byte* x, int64_t k);
+void bf16_f32_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
+                          int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate);
 
 // Against Q16 activations: Q4_1 (q4_1_tile_avx512.cpp), Q6_K and Q8_0 (q16_output_tiles_avx512.cpp).
 float q4_1_q16_avx512(const std::byte* w, const std::byte* x, int64_t k);
