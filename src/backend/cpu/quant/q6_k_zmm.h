@@ -59,7 +59,7 @@ STAR_Q6_K_VNNI void q6_k_rows(const quant::BlockQ6_K* w, int64_t super_blocks, c
   for (int q = 0; q < 4; ++q) lane_sub_blocks[q] = q6_k_lane_sub_blocks(q);
   for (int i = 0; i < NR; ++i) acc[i] = _mm512_setzero_ps();
   for (int64_t sb = 0; sb < super_blocks; ++sb) {
-    prefetch_weights(w + sb);
+    prefetch_weight_block(w + sb);
     const __m512 scales = q6_k_scales(w[sb]);
     __m512i codes[4];
     q6_k_unsigned_codes(w[sb], codes);
