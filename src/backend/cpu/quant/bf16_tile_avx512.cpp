@@ -108,13 +108,20 @@ struct BF16Tile {
   static constexpr TileFn fn = tile<MR, NR>;
 };
 
+// The tiles over activation rows that `prepare` turns into float chunks (widened or copied).
+template <void (*prepare)(const std::byte*, int64_t, FloatChunk*)>
+void run_float_chunk_tiles(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
+                           int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
+  thread_local std::vector<FloatChunk> chunks;  // per OpenMP worker and instantiation, reused across calls
+  run_prepared_tiles<kTileRows, kTileCols, BF16Tile>(chunks, prepare, (k + 15) / 16, w, w_row_bytes, m, x, x_row_bytes, n,
+                                                 k, y, ldy, accumulate);
+}
+
 }  // namespace
 
 void bf16_bf16_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
                            int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
-  thread_local std::vector<FloatChunk> widened;  // per OpenMP worker, reused across calls
-  run_prepared_tiles<kTileRows, kTileCols, BF16Tile>(widened, widen_row, (k + 15) / 16, w, w_row_bytes, m, x, x_row_bytes, n,
-                                                 k, y, ldy, accumulate);
+  run_float_chunk_tiles<widen_row>(w, w_row_bytes, m, x, x_row_bytes, n, k, y, ldy, accumulate);
 }
 
 float bf16_bf16_widen_avx512(const std::byte* w, const std::byte* x, int64_t k) {
@@ -123,9 +130,7 @@ float bf16_bf16_widen_avx512(const std::byte* w, const std::byte* x, int64_t k) 
 
 void bf16_f32_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
                           int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate) {
-  thread_local std::vector<FloatChunk> copied;  // per OpenMP worker, reused across calls
-  run_prepared_tiles<kTileRows, kTileCols, BF16Tile>(copied, copy_row, (k + 15) / 16, w, w_row_bytes, m, x, x_row_bytes, n,
-                                                 k, y, ldy, accumulate);
+  run_float_chunk_tiles<copy_row>(w, w_row_bytes, m, x, x_row_bytes, n, k, y, ldy, accumulate);
 }
 
 float bf16_f32_tile_dot_avx512(const std::byte* w, const std::byte* x, int64_t k) {
