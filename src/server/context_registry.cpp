@@ -43,7 +43,7 @@ std::optional<std::string> ContextRegistry::find_same(std::span<const int32_t> c
   return std::nullopt;
 }
 
-void ContextRegistry::touch(const std::string& id) {
+void ContextRegistry::start_query(const std::string& id) {
   std::lock_guard lock(mutex_);
   auto it = std::find_if(entries_.begin(), entries_.end(), [&](const ContextEntry& e) { return e.id == id; });
   if (it == entries_.end()) return;
@@ -51,7 +51,14 @@ void ContextRegistry::touch(const std::string& id) {
   entries_.erase(it);
   entry.last_used = Clock::now();
   ++entry.queries;
+  ++entry.running;
   entries_.push_back(std::move(entry));
+}
+
+void ContextRegistry::end_query(const std::string& id) {
+  std::lock_guard lock(mutex_);
+  auto it = std::find_if(entries_.begin(), entries_.end(), [&](const ContextEntry& e) { return e.id == id; });
+  if (it != entries_.end() && it->running > 0) --it->running;
 }
 
 Status ContextRegistry::admit(ContextEntry entry) {
@@ -67,17 +74,36 @@ Status ContextRegistry::admit(ContextEntry entry) {
                                 " bytes per rank (--context-cache-bytes)");
     }
   }
-  auto fits = [&] {
-    std::vector<int64_t> used(ranks_, 0);
-    for (const ContextEntry& e : entries_) {
-      for (int r = 0; r < ranks_; ++r) used[r] += e.rank_bytes[r];
+  std::vector<int64_t> used(ranks_, 0), read(ranks_, 0);
+  for (const ContextEntry& e : entries_) {
+    for (int r = 0; r < ranks_; ++r) {
+      used[r] += e.rank_bytes[r];
+      if (e.running > 0) read[r] += e.rank_bytes[r];
     }
+  }
+  for (int r = 0; r < ranks_; ++r) {
+    if (read[r] + entry.rank_bytes[r] > budget_) {
+      return resource_exhausted("context: its KV needs " + std::to_string(entry.rank_bytes[r]) + " bytes on rank " +
+                                std::to_string(r) + " and the contexts that running queries read hold " +
+                                std::to_string(read[r]) + " of the context cache's " + std::to_string(budget_) +
+                                " bytes per rank there (--context-cache-bytes); retry when those queries end");
+    }
+  }
+  auto fits = [&] {
     for (int r = 0; r < ranks_; ++r) {
       if (used[r] + entry.rank_bytes[r] > budget_) return false;
     }
     return true;
   };
-  while (!fits()) forget(0);
+  // Ends: without every unread context the new one fits (checked above).
+  for (size_t i = 0; !fits();) {
+    if (entries_[i].running > 0) {
+      ++i;
+      continue;
+    }
+    for (int r = 0; r < ranks_; ++r) used[r] -= entries_[i].rank_bytes[r];
+    forget(i);
+  }
   entry.last_used = Clock::now();
   entries_.push_back(std::move(entry));
   return ok_status();

@@ -96,6 +96,9 @@ Status EngineLoop::fail_running(const Status& why) {
 
 void EngineLoop::end(int64_t id) {
   scheduler_.finish(id);
+  if (auto it = running_.find(id); it != running_.end() && !it->second.reads_context.empty()) {
+    registry_.end_query(it->second.reads_context);
+  }
   running_.erase(id);
   queue_.ended();
 }
@@ -198,7 +201,8 @@ Result<SequenceSpec> EngineLoop::sequence_of(int64_t id, Job& job, Sequence& seq
   }
   if (encoded) {
     spec.context_id = encoded->id;
-    registry_.touch(encoded->id);
+    registry_.start_query(encoded->id);
+    sequence.reads_context = encoded->id;
     summary.context_id = encoded->id;
     summary.cached_tokens = encoded->tokens();
     summary.prompt_tokens += encoded->tokens();

@@ -32,7 +32,8 @@ TEST(ContextRegistry, AdmittingEvictsTheLeastRecentlyUsedUntilEveryRankFits) {
   ASSERT_TRUE(r.admit(entry("a", {40, 10})).ok());
   ASSERT_TRUE(r.admit(entry("b", {40, 10})).ok());
   ASSERT_TRUE(r.admit(entry("c", {10, 40})).ok());
-  r.touch("a");  // b is now the least recently used
+  r.start_query("a");  // b is now the least recently used
+  r.end_query("a");
   EXPECT_TRUE(r.take_released().empty());
   // Rank 0 holds 90; 30 more fits only without b (40).
   ASSERT_TRUE(r.admit(entry("d", {30, 5})).ok());
@@ -84,13 +85,44 @@ TEST(ContextRegistry, RemoveForgetsAtOnceAndQueuesTheRelease) {
   EXPECT_EQ(r.rank_bytes_used(), std::vector<int64_t>{0});
 }
 
-TEST(ContextRegistry, TouchCountsQueries) {
+TEST(ContextRegistry, QueriesAreCountedAndRunningUntilTheyEnd) {
   ContextRegistry r(1000, 1);
   ASSERT_TRUE(r.admit(entry("a", {10})).ok());
-  r.touch("a");
-  r.touch("a");
-  r.touch("missing");
+  r.start_query("a");
+  r.start_query("a");
+  r.end_query("a");
+  r.start_query("missing");
+  r.end_query("missing");
   EXPECT_EQ(r.find("a")->queries, 2);
+  EXPECT_EQ(r.find("a")->running, 1);
+  r.end_query("a");
+  r.end_query("a");  // more ends than starts: stays at 0
+  EXPECT_EQ(r.find("a")->running, 0);
+}
+
+TEST(ContextRegistry, AContextThatQueriesReadIsNotEvicted) {
+  ContextRegistry r(100, 2);
+  ASSERT_TRUE(r.admit(entry("a", {40, 10})).ok());
+  ASSERT_TRUE(r.admit(entry("b", {40, 10})).ok());
+  r.start_query("a");
+  r.start_query("b");
+  r.end_query("b");
+  // a is the least recently used but running: c takes b's room instead.
+  ASSERT_TRUE(r.admit(entry("c", {40, 10})).ok());
+  EXPECT_EQ(r.take_released(), std::vector<std::string>{"b"});
+  EXPECT_EQ(ids_of(r.list()), (std::vector<std::string>{"c", "a"}));
+  // Rank 0: a (40, read) + 70 > 100 whatever goes, so nothing goes and the client is told why.
+  Status s = r.admit(entry("d", {70, 10}));
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(s.message().find("running queries read hold 40"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("--context-cache-bytes"), std::string::npos);
+  EXPECT_TRUE(r.take_released().empty());
+  EXPECT_EQ(ids_of(r.list()), (std::vector<std::string>{"c", "a"}));
+  // Once a's query ends it goes like any other.
+  r.end_query("a");
+  ASSERT_TRUE(r.admit(entry("d", {70, 10})).ok());
+  EXPECT_EQ(r.take_released(), (std::vector<std::string>{"a", "c"}));
+  EXPECT_EQ(r.rank_bytes_used(), (std::vector<int64_t>{70, 10}));
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 // the step message rank 0 broadcasts (keep, release), so every rank's set of contexts stays the same.
 //
 // Budget: on every rank, the KV bytes of all kept contexts stay within `budget_bytes_per_rank`;
-// admitting a new context evicts the least recently used ones until it fits.
+// admitting a new context evicts the least recently used ones until it fits, never one that a
+// running query reads (its ranks would keep its KV until the query ends, past the budget, while new
+// queries could no longer find it).
 // Thread-safe: handlers look contexts up while the engine thread admits and uses them.
 #pragma once
 
@@ -28,7 +30,8 @@ struct ContextEntry {
   AttentionConfig attention;
   std::vector<int64_t> rank_bytes;  // [ranks]
   double phase1_seconds = 0;
-  int64_t queries = 0;
+  int64_t queries = 0;  // queries started on it
+  int64_t running = 0;  // of those, the ones still running: it is not evicted while any runs
   Clock::time_point last_used;
   int64_t tokens() const { return static_cast<int64_t>(context_ids->size()); }
 };
@@ -43,12 +46,15 @@ class ContextRegistry {
   std::optional<ContextEntry> find(const std::string& id) const;
   // The id of a kept context with exactly these ids and this configuration.
   std::optional<std::string> find_same(std::span<const int32_t> context_ids, const AttentionConfig& attention) const;
-  // A query is about to use it: it becomes the most recently used.
-  void touch(const std::string& id);
+  // A query starts on it: it becomes the most recently used, and stays kept until end_query.
+  void start_query(const std::string& id);
+  // That query ended (a context removed meanwhile is ignored).
+  void end_query(const std::string& id);
 
   // After Phase 1 of a new context on every rank: keeps it, evicting least recently used contexts
-  // until every rank's bytes fit; RESOURCE_EXHAUSTED (nothing evicted) when it alone exceeds the
-  // budget on some rank. Evicted ids join the ids to release.
+  // that no query reads until every rank's bytes fit; RESOURCE_EXHAUSTED (nothing evicted) when it
+  // alone, or with the contexts running queries read, exceeds the budget on some rank. Evicted ids
+  // join the ids to release.
   Status admit(ContextEntry entry);
   // DeleteContext: forgets it now (later lookups fail) and queues it for release on the ranks.
   bool remove(const std::string& id);

@@ -47,6 +47,7 @@ class EngineLoop {
     std::shared_ptr<Job> job;
     GenerateSummary summary;                                // Generate: filled as it runs
     std::string keep_as;                                    // CreateContext: the id it gets
+    std::string reads_context;                              // Generate on a kept context: its id
     std::shared_ptr<const std::vector<int32_t>> context_ids;  // CreateContext
     AttentionConfig attention;                              // CreateContext
     int context_blocks = 0;

@@ -1,10 +1,11 @@
 // Must show 2: one CreateContext, three queries against it. The queries run no Phase 1 (timings),
 // report the context as cached tokens, and answer exactly as inline requests do. The same context
 // sent inline reuses the encoded one; the cache keeps its byte budget by evicting the least
-// recently used context.
+// recently used context, never one that a running query reads.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
 #include <thread>
 
 #include "e2e_fixture.h"
@@ -167,6 +168,59 @@ TEST_F(E2E, ContextCacheEvictsTheLeastRecentlyUsed) {
   EXPECT_NE(refused.status.error_message().find("--context-cache-bytes"), std::string::npos);
   EXPECT_EQ(list_contexts(stub()).contexts_size(), 3);
   for (const std::string& id : kept) EXPECT_TRUE(delete_context(stub(), id));
+}
+
+TEST_F(E2E, AContextARunningQueryReadsIsNotEvicted) {
+  for (const v1::ContextInfo& c : list_contexts(stub()).contexts()) ASSERT_TRUE(delete_context(stub(), c.context_id()));
+  // 2,000 ids a context: about 1,000 tokens of 512 bytes on each rank, so two do not fit the
+  // 1,700 a rank holds.
+  auto context_of = [](int32_t first) {
+    v1::CreateContextRequest r;
+    for (int i = 0; i < 2000; ++i) r.mutable_ids()->add_ids(first + i % 90);
+    return r;
+  };
+  CreateContextStream a = create_context(stub(), context_of(5), with_key());
+  ASSERT_TRUE(a.status.ok()) << a.status.error_message();
+  const std::string a_id = a.context->context_id();
+
+  // A long answer on a: its first token arrives, then its stream waits here until cancelled. The
+  // engine has 2,000 decode steps of it left, and b's Phase 1 takes a few steps beside them.
+  std::promise<void> started, stop;
+  std::future<void> stopped = stop.get_future();
+  std::thread reader([&] {
+    v1::GenerateRequest r = session_request(a_id, "Go on", 2000);
+    r.set_ignore_eos(true);
+    bool first = true;
+    generate(stub(), r, with_key(), [&](const GenerateStream&, grpc::ClientContext& c) {
+      if (!first) return;
+      first = false;
+      started.set_value();
+      stopped.wait();
+      c.TryCancel();
+    });
+  });
+  started.get_future().wait();
+  CreateContextStream refused = create_context(stub(), context_of(7), with_key());
+  stop.set_value();
+  reader.join();
+  EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(refused.status.error_message().find("running queries read"), std::string::npos)
+      << refused.status.error_message();
+  ASSERT_EQ(list_contexts(stub()).contexts_size(), 1);
+  EXPECT_EQ(list_contexts(stub()).contexts(0).context_id(), a_id);
+
+  // Once the engine has ended the cancelled query, a goes as the least recently used.
+  CreateContextStream b;
+  ASSERT_TRUE(wait_until([&] {
+    b = create_context(stub(), context_of(7), with_key());
+    return b.status.ok();
+  })) << b.status.error_message();
+  const v1::ListContextsResponse listed = list_contexts(stub());
+  ASSERT_EQ(listed.contexts_size(), 1);
+  EXPECT_EQ(listed.contexts(0).context_id(), b.context->context_id());
+  EXPECT_EQ(generate(stub(), session_request(a_id, "Evicted?", 2), with_key()).status.error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(delete_context(stub(), b.context->context_id()));
 }
 
 }  // namespace
