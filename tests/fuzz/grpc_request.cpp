@@ -94,7 +94,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const bool create_context = (data[0] & 1) != 0;
   const int ranks = 1 + ((data[0] >> 1) & 3);
-  const star::server::RequestDefaults defaults{.model = server->model, .attention = server->attention, .ranks = ranks};
+  const star::server::RequestDefaults defaults{
+      .model = server->model, .attention = server->attention, .ranks = ranks, .limits = {}, .scheduler = {}};
   const star::LlamaConfig& config = server->model.llama->config();
 
   if (create_context) {
