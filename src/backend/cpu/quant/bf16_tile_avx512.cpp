@@ -2,11 +2,10 @@
 // BF16 activations on CPUs without AVX512-BF16 (vdpbf16ps; dot_avx512.cpp has that kernel), and
 // against float32 activations (the logits, whose activations stay float on every CPU). BF16
 // activations are widened to float32 once per call, float32 ones copied into the same padded
-// chunks; each
-// weight element is widened in registers (a bf16 is the top half of a float32, so a zero-extension
-// and a shift are exact) and multiplied-added with the activations in float32. Every output sums
-// its products in 16 lanes, 16 elements at a time, then the lanes in one fixed order, whatever
-// its tile.
+// chunks; each weight element is widened in registers (a bf16 is the top half of a float32, so a
+// zero-extension and a shift are exact) and multiplied-added with the activations in float32. Every
+// output sums its products in 16 lanes, 16 elements at a time, then the lanes in one fixed order,
+// whatever its tile.
 #include <immintrin.h>
 
 #include <algorithm>

@@ -32,13 +32,6 @@ using quant::kLegacyBlock;
 using quant::kSuperBlock;
 
 constexpr int kSubBlocks = kSuperBlock / kLegacyBlock;
-
-// d and dmin, the two f16 that open a block, as one word.
-inline uint32_t load_u32(const void* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 constexpr int kTileCols = 4;
 
 struct alignas(64) PreparedSuperBlock {
@@ -111,7 +104,8 @@ STAR_AVX512 void tile(const std::byte* w, size_t, const std::byte* x, size_t x_r
     prefetch_weight_block(wb + sb);
     const BlockQ4_K& block = wb[sb];
     const __m128i both = scales_and_mins(block.scales);
-    const __m128 d_dmin = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(load_u32(&block.d))));
+    // d and dmin, the two f16 that open the block, in lanes 0 and 1.
+    const __m128 d_dmin = _mm_cvtph_ps(_mm_loadu_si32(&block.d));
     const __m256 scales = _mm256_mul_ps(_mm256_broadcastss_ps(d_dmin), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(both)));
     const __m256 mins = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(both, both)));
     const __m256 dmin = _mm256_broadcastss_ps(_mm_movehdup_ps(d_dmin));
