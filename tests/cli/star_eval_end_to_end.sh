@@ -108,3 +108,4 @@ expect_failure 'haystack-root .*: no Python standard library for the haystack' -
 expect_failure 'none stands alone' --algorithms none,dense
 expect_failure 'only --haystack debian reads files' --haystack-root "$work" --haystack generated
 expect_failure 'tpu not in {cpu,cuda}' --backend tpu
+expect_failure 'lengths 1000 with --max-tokens 48 needs 1048 positions; the model has 1024 (use --lengths 976 or less)' --lengths 1000

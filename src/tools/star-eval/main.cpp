@@ -194,6 +194,19 @@ int run(const Options& o, Communicator& comm) {
     if (root) spdlog::error("{}", model.status().to_string());
     return 1;
   }
+  // The answer's tokens follow the prompt inside the model's positions (RULER sizes its prompts the
+  // same way: 8K with 48 answer tokens is a prompt of 8,144), so a length without room for them
+  // would fail at its first request, after the earlier lengths ran.
+  const int64_t positions = model->llama->config().max_position_embeddings;
+  for (int64_t length : o.lengths) {
+    if (length + o.max_tokens > positions) {
+      if (root) {
+        spdlog::error("--lengths {} with --max-tokens {} needs {} positions; the model has {} (use --lengths {} or less)",
+                      length, o.max_tokens, length + o.max_tokens, positions, positions - o.max_tokens);
+      }
+      return 2;
+    }
+  }
   // Collective; a rank's own failure (its GPU) is logged by that rank.
   if (Status s = select_backend(*model, o.backend); !s.ok()) {
     spdlog::error("{}", s.to_string());
