@@ -25,6 +25,7 @@ Status select_backend(RuntimeModel& model, std::string_view backend) {
   Result<std::unique_ptr<EngineModel>> engine = (*load_cuda_backend())->make_engine_model(*model.llama);
   if (!engine.ok()) return engine.status();
   model.engine = std::move(*engine);
+  model.llama->release_cpu_panels();
   return ok_status();
 }
 

@@ -7,6 +7,7 @@
 #include "star/backend/cpu/matmul.h"
 #include "star/backend/cpu/rms_norm.h"
 #include "star/backend/cpu/swiglu.h"
+#include "star/model/mapped_file.h"
 
 namespace star {
 namespace {
@@ -20,7 +21,22 @@ constexpr int64_t kFfnChunkRows = 512;
 Result<LlamaModel> LlamaModel::create(LlamaConfig config, LlamaWeights weights) {
   Result<cpu::RopeTable> rope = cpu::RopeTable::create(config.head_dim, config.rope_theta, config.rope_scaling);
   if (!rope.ok()) return rope.status();
+  // The layers' products read the types cpu::prelay_weight packs from their panels alone, so the
+  // stored pages of a mapped checkpoint are given back as each matrix is packed.
+  for (LlamaLayerWeights& layer : weights.layers) {
+    for (WeightTensor* w : {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up, &layer.w_down}) {
+      if (cpu::prelay_weight(*w) && w->keep_alive != nullptr) release_mapped_pages(w->data, w->bytes());
+    }
+  }
   return LlamaModel(std::move(config), std::move(weights), std::move(*rope));
+}
+
+void LlamaModel::release_cpu_panels() {
+  for (LlamaLayerWeights& layer : weights_.layers) {
+    for (WeightTensor* w : {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up, &layer.w_down}) {
+      w->panels.reset();
+    }
+  }
 }
 
 LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, cpu::RopeTable rope)

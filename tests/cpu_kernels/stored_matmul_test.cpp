@@ -6,7 +6,8 @@
 // and every type on AVX2, equal sgemm on the dequantized weight (up to float rounding), as do the
 // types without a row-dot kernel at any row count. matmul_wide_activations equals that sgemm at
 // every row count (up to its Q16 rounding where it has a Q16 kernel); matmul_shared_input equals
-// one matmul per weight.
+// one matmul per weight. Q8_0 weights with panels packed once multiply in them at every row count,
+// bit for bit as the panels packed per call.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -172,6 +173,55 @@ TEST(StoredMatmul, EachRowEqualsItsProductAloneBitForBit) {
   }
 }
 
+// Panels packed once (prelay_weight: Q8_0 on AVX-512 VNNI) are the panels int8_panel_matmul packs
+// every call, so each output equals that path's bit for bit, at any row count, accumulating or not;
+// m = 70 leaves the last 32-row unit 6 rows, n runs over whole and partial 6-row tiles.
+TEST(StoredMatmul, PrelaidPanelsAreThePanelsPackedPerCallBitForBit) {
+  std::mt19937 rng(33);
+  const int64_t m = 70, k = 512;
+  Case c = random_case(DType::kQ8_0, m, k, rng);
+  if (!cpu::prelay_weight(c.w)) GTEST_SKIP() << "no AVX-512 VNNI on this CPU: Q8_0 stays as stored";
+  for (int64_t n : {1, 2, 5, 6, 7, 33, 100}) {
+    for (bool accumulate : {false, true}) {
+      const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);
+      const auto y0 = testing::random_tensor(static_cast<size_t>(n * m), rng);
+      std::vector<float> got = y0, want(static_cast<size_t>(n * m));
+      cpu::matmul(x.data(), n, c.w, got.data(), accumulate);
+      cpu::matmul_forced(cpu::MatmulPath::kInt8Panels, x.data(), n, c.w, want.data(), false);
+      for (int64_t e = 0; e < n * m; ++e) {
+        const float expected = accumulate ? y0[e] + want[e] : want[e];
+        ASSERT_EQ(std::bit_cast<uint32_t>(got[e]), std::bit_cast<uint32_t>(expected))
+            << "n=" << n << (accumulate ? " accumulating" : "") << ", element " << e;
+      }
+    }
+  }
+}
+
+// One kernel at every row count: row i of a product of n rows is row i's product alone, bit for
+// bit, past the row tiles' limit too (a fused step of decode rows and a Phase 1 chunk).
+TEST(StoredMatmul, PrelaidRowsEqualTheirProductAloneAtAnyRowCount) {
+  std::mt19937 rng(35);
+  const int64_t m = 70, k = 256, most = 2 * cpu::kRowTileMaxRows + 5;
+  Case c = random_case(DType::kQ8_0, m, k, rng);
+  if (!cpu::prelay_weight(c.w)) GTEST_SKIP() << "no AVX-512 VNNI on this CPU: Q8_0 stays as stored";
+  const auto x = testing::random_tensor(static_cast<size_t>(most * k), rng);
+  std::vector<std::vector<float>> alone;
+  for (int64_t i = 0; i < most; ++i) {
+    alone.emplace_back(static_cast<size_t>(m));
+    cpu::matmul(x.data() + i * k, 1, c.w, alone.back().data());
+  }
+  for (int64_t n : {int64_t{2}, int64_t{16}, cpu::kRowTileMaxRows + 1, most}) {
+    std::vector<float> y(static_cast<size_t>(n * m));
+    cpu::matmul(x.data(), n, c.w, y.data());
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < m; ++j) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(y[i * m + j]), std::bit_cast<uint32_t>(alone[i][j]))
+            << "n=" << n << " [" << i << "," << j << "]";
+      }
+    }
+  }
+}
+
 std::vector<float> rounded_to_bf16(const std::vector<float>& v) {
   std::vector<float> out(v.size());
   for (size_t i = 0; i < v.size(); ++i) out[i] = bf16_to_f32(f32_to_bf16(v[i]));
@@ -305,10 +355,14 @@ TEST(StoredMatmul, SharedInputEqualsOneMatmulPerWeight) {
       {DType::kQ4_1, DType::kQ4_1, DType::kQ4_1}, {DType::kQ8_0, DType::kQ8_0},
       {DType::kQ4_0, DType::kQ6_K, DType::kQ4_0}, {DType::kQ4_K, DType::kQ4_K},
       {DType::kBF16, DType::kBF16, DType::kBF16}};
-  for (const auto& types : type_sets) {
+  for (size_t set = 0; set <= type_sets.size(); ++set) {
+    // The last set: the Q8_0 pair with panels packed once (on AVX-512 VNNI), one call for both.
+    const bool prelaid = set == type_sets.size();
+    const auto& types = type_sets[prelaid ? 1 : set];
     std::vector<Case> cases;
     for (size_t t = 0; t < types.size(); ++t) {
       cases.push_back(random_case(types[t], 40 + 24 * static_cast<int64_t>(t), k, rng));
+      if (prelaid) cpu::prelay_weight(cases.back().w);
     }
     for (int64_t n : {int64_t{1}, int64_t{3}, cpu::kRowDotMaxRows, cpu::kRowDotMaxRows + 1, cpu::kRowTileMaxRows,
                       cpu::kRowTileMaxRows + 1}) {

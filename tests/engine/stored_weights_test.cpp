@@ -134,5 +134,46 @@ TEST(StoredWeights, EngineEqualsTheF32PathOnTheDequantizedFile) {
   }
 }
 
+// LlamaModel::create packs the Q8_0 layer matrices into panels on AVX-512 VNNI and gives their
+// mapped pages back; release_cpu_panels (another backend runs the model) returns the products to
+// the stored weights, which must read the file again. Both paths round the activations to the same
+// Q8_0 blocks and sum each block exactly, so they differ only in the order of the float sums.
+TEST(StoredWeights, Q8_0LayersArePackedOnceAndTheStoredPagesStayReadable) {
+  const SyntheticModelSpec spec = wide_spec();
+  testing::TempDir dir;
+  const GgufFileType* q8 = nullptr;
+  for (const GgufFileType& type : gguf_file_types()) {
+    if (type.base == DType::kQ8_0) q8 = &type;
+  }
+  ASSERT_NE(q8, nullptr);
+  const auto file = dir / "q8_0.gguf";
+  ASSERT_TRUE(write_synthetic_gguf(spec, *q8, file).ok());
+  Result<LoadedModel> loaded = load_model(file);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  Result<LlamaModel> model = LlamaModel::create(loaded->config, std::move(loaded->weights));
+  ASSERT_TRUE(model.ok());
+  const bool packs = cpu::prelays_int8_panels(DType::kQ8_0, cpu::best_isa());
+  for (const LlamaLayerWeights& l : model->weights().layers) {
+    for (const WeightTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      EXPECT_EQ(t->panels != nullptr, packs);
+    }
+  }
+  if (!packs) GTEST_SKIP() << "no AVX-512 VNNI on this CPU: Q8_0 stays as stored";
+  std::vector<int32_t> prompt(cpu::kRowTileMaxRows + 4);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((29 * i + 3) % 200);
+  const std::vector<int32_t> decoded = {9, 120};
+  const Logits packed = run(*model, prompt, decoded);
+  model->release_cpu_panels();
+  EXPECT_EQ(model->weights().layers[0].wq.panels, nullptr);
+  const Logits stored = run(*model, prompt, decoded);
+  ASSERT_EQ(packed.prefill.size(), stored.prefill.size());
+  ASSERT_EQ(packed.decode.size(), stored.decode.size());
+  // Re-association of k / 32 block sums per product, which may tip an activation to the next
+  // 8-bit code in a later layer: 1% of the largest logit (a stored page read back as zeros or
+  // another tensor's bytes moves the logits by their own order).
+  EXPECT_LE(max_abs_difference(packed.prefill, stored.prefill), 1e-2 * max_abs(stored.prefill));
+  EXPECT_LE(max_abs_difference(packed.decode, stored.decode), 1e-2 * max_abs(stored.decode));
+}
+
 }  // namespace
 }  // namespace star

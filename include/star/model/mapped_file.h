@@ -34,4 +34,9 @@ class MappedFile {
   size_t size_ = 0;
 };
 
+// Gives back this process's resident pages wholly inside [data, data + bytes), which must lie in a
+// MappedFile's mapping: a later read faults them in again from the file. For stored weights a
+// backend keeps in another form, so they are not resident twice.
+void release_mapped_pages(const std::byte* data, size_t bytes);
+
 }  // namespace star

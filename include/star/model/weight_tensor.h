@@ -12,6 +12,9 @@
 #include "star/model/dtype.h"
 
 namespace star {
+namespace cpu {
+struct PrelaidPanels;
+}  // namespace cpu
 
 struct WeightTensor {
   DType dtype = DType::kF32;
@@ -19,6 +22,8 @@ struct WeightTensor {
   const std::byte* data = nullptr;         // rows() rows of row_bytes() bytes, back to back
   std::vector<float> owned;                // storage of a converted or copied tensor, else empty
   std::shared_ptr<const void> keep_alive;  // the mapping a borrowed tensor points into
+  // The CPU's products' own copy, packed once (star/backend/cpu/matmul.h, prelay_weight), or null.
+  std::shared_ptr<const cpu::PrelaidPanels> panels;
 
   int64_t numel() const;
   int64_t cols() const { return shape.empty() ? 0 : shape.back(); }

@@ -199,6 +199,11 @@ void matmul(const float* x, int64_t n, const WeightTensor& w, float* y, bool acc
     if (!accumulate) std::fill(y, y + n * m, 0.f);
     return;
   }
+  if (w.panels != nullptr) {
+    const PrelaidPanelOutput output{w.panels.get(), y};
+    int8_prelaid_panel_matmul(x, n, {&output, 1}, accumulate);
+    return;
+  }
   const DotKernel* kernel = few_rows_kernel(w.dtype, best_isa());
   if (kernel != nullptr && n <= row_dot_max_rows(*kernel)) {
     const MatmulOutput output{&w, y};
@@ -219,6 +224,17 @@ void matmul(const float* x, int64_t n, const WeightTensor& w, float* y, bool acc
 
 void matmul_shared_input(const float* x, int64_t n, std::initializer_list<MatmulOutput> outputs) {
   const MatmulOutput& first = *outputs.begin();
+  std::vector<PrelaidPanelOutput> prelaid;
+  for (const MatmulOutput& o : outputs) {
+    if (first.w->panels != nullptr && o.w->panels != nullptr && o.w->panels->format == first.w->panels->format &&
+        o.w->cols() == first.w->cols()) {
+      prelaid.push_back({o.w->panels.get(), o.y});
+    }
+  }
+  if (n > 0 && prelaid.size() == outputs.size()) {
+    int8_prelaid_panel_matmul(x, n, prelaid, /*accumulate=*/false);
+    return;
+  }
   const DotKernel* kernel = n >= 1 && first.w->cols() > 0 ? few_rows_kernel(first.w->dtype, best_isa()) : nullptr;
   if (kernel != nullptr && n > row_dot_max_rows(*kernel)) kernel = nullptr;
   for (const MatmulOutput& o : outputs) {
@@ -261,6 +277,14 @@ bool int8_panels_for(DType dtype, Isa isa) {
   return isa == Isa::kAvx512 && find_panel_row_format(dtype) != nullptr;
 }
 
+bool prelays_int8_panels(DType dtype, Isa isa) { return dtype == DType::kQ8_0 && int8_panels_for(dtype, isa); }
+
+bool prelay_weight(WeightTensor& w) {
+  if (w.shape.size() != 2 || w.rows() == 0 || w.cols() == 0 || !prelays_int8_panels(w.dtype, best_isa())) return false;
+  w.panels = prelay_int8_panels(w.dtype, w.data, w.row_bytes(), w.rows(), w.cols());
+  return true;
+}
+
 void matmul_forced(MatmulPath path, const float* x, int64_t n, const WeightTensor& w, float* y, bool wide_activations) {
   const DotKernel* kernel = wide_activations ? wide_activation_kernel(w.dtype, best_isa())
                                              : few_rows_kernel(w.dtype, best_isa());
@@ -278,6 +302,12 @@ void matmul_forced(MatmulPath path, const float* x, int64_t n, const WeightTenso
       assert(int8_panels_for(w.dtype, best_isa()));
       int8_panel_matmul(w.dtype, w.data, w.row_bytes(), w.rows(), w.cols(), x, n, y, w.rows(), /*accumulate=*/false);
       return;
+    case MatmulPath::kPrelaidPanels: {
+      assert(w.panels != nullptr);
+      const PrelaidPanelOutput prelaid{w.panels.get(), y};
+      int8_prelaid_panel_matmul(x, n, {&prelaid, 1}, /*accumulate=*/false);
+      return;
+    }
   }
 }
 

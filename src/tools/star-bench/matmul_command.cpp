@@ -75,8 +75,8 @@ int run_matmul_command(const MatmulCommandOptions& o) {
   const cpu::Isa isa = cpu::best_isa();
   std::printf("matmul paths on %s, %d threads; median (min) ms of %d calls; fastest by the min\n",
               cpu::isa_name(isa), omp_get_max_threads(), o.repeats);
-  std::printf("| dtype | m x k | rows | row dots ms | row tiles ms | widened + sgemm ms | int8 panels ms | fastest |\n"
-              "|---|---|---|---|---|---|---|---|\n");
+  std::printf("| dtype | m x k | rows | row dots ms | row tiles ms | widened + sgemm ms | int8 panels ms | panels packed "
+              "once ms | fastest |\n|---|---|---|---|---|---|---|---|---|\n");
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> dist(-1.f, 1.f);
   for (const std::string& name : o.dtypes) {
@@ -99,6 +99,8 @@ int run_matmul_command(const MatmulCommandOptions& o) {
       w.dtype = dtype;
       w.shape = {shape.m, shape.k};
       w.data = bytes.data();
+      const bool has_panels = !o.wide_activations && cpu::int8_panels_for(dtype, isa);
+      const bool has_packed = !o.wide_activations && cpu::prelay_weight(w);
       for (int64_t n : o.rows) {
         std::vector<float> x(static_cast<size_t>(n * shape.k)), y(static_cast<size_t>(n * shape.m));
         for (float& v : x) v = dist(rng);
@@ -116,17 +118,19 @@ int run_matmul_command(const MatmulCommandOptions& o) {
         const Timing dots = median_ms(cpu::MatmulPath::kRowDots);
         const Timing tiles = kernel->tile != nullptr ? median_ms(cpu::MatmulPath::kRowTiles) : dots;
         const Timing sgemm = median_ms(cpu::MatmulPath::kWidenedTiles);
-        const bool has_panels = !o.wide_activations && cpu::int8_panels_for(dtype, isa);
         const Timing panels = has_panels ? median_ms(cpu::MatmulPath::kInt8Panels) : sgemm;
+        const Timing packed = has_packed ? median_ms(cpu::MatmulPath::kPrelaidPanels) : sgemm;
         // On a loaded machine the minimum is the steadier estimate of the work itself.
-        const double best = std::min({dots.min, tiles.min, sgemm.min, panels.min});
-        char tiles_text[48] = "-", panels_text[48] = "-";
+        const double best = std::min({dots.min, tiles.min, sgemm.min, panels.min, packed.min});
+        char tiles_text[48] = "-", panels_text[48] = "-", packed_text[48] = "-";
         if (kernel->tile != nullptr) std::snprintf(tiles_text, sizeof tiles_text, "%.3f (%.3f)", tiles.median, tiles.min);
         if (has_panels) std::snprintf(panels_text, sizeof panels_text, "%.3f (%.3f)", panels.median, panels.min);
-        std::printf("| %s | %lldx%lld | %lld | %.3f (%.3f) | %s | %.3f (%.3f) | %s | %s |\n", dtype_name(dtype),
+        if (has_packed) std::snprintf(packed_text, sizeof packed_text, "%.3f (%.3f)", packed.median, packed.min);
+        std::printf("| %s | %lldx%lld | %lld | %.3f (%.3f) | %s | %.3f (%.3f) | %s | %s | %s |\n", dtype_name(dtype),
                     static_cast<long long>(shape.m), static_cast<long long>(shape.k), static_cast<long long>(n),
-                    dots.median, dots.min, tiles_text, sgemm.median, sgemm.min, panels_text,
-                    best == panels.min && has_panels                  ? "panels"
+                    dots.median, dots.min, tiles_text, sgemm.median, sgemm.min, panels_text, packed_text,
+                    best == packed.min && has_packed                  ? "packed panels"
+                    : best == panels.min && has_panels                ? "panels"
                     : best == sgemm.min                               ? "widened"
                     : best == tiles.min && kernel->tile != nullptr ? "tiles"
                                                                      : "dots");

@@ -38,7 +38,20 @@ int64_t row_dot_max_rows(const DotKernel& kernel);
 // blocks costs measured accuracy (Q4_1), wide_activation_kernel's.
 const DotKernel* few_rows_kernel(DType dtype, Isa isa);
 
+// Whether a `dtype` weight is packed once into int8 panels (quant/int8_panels.h) on `isa`, and
+// then multiplied in them at every row count: Q8_0 on AVX-512 VNNI, whose panels hold one code a
+// byte as its blocks do (36 bytes per 32 elements against 34), so one activation row reads about
+// the bytes the stored row dot reads, while many rows skip packing 16 weight rows every call (16
+// rows of a 2048x768 matrix, one thread: 0.19 ms of products after 0.67 ms of packing). One kernel
+// for every row count also makes a row's result independent of the rows beside it. The 4- and
+// 5-bit types would double their bytes, which one-row decode pays: they stay as stored.
+bool prelays_int8_panels(DType dtype, Isa isa);
+
+// Packs w into w.panels where prelays_int8_panels(w.dtype, best_isa()); returns whether it did.
+bool prelay_weight(WeightTensor& w);
+
 // y[n, m] = x[n, k] · w[m, k]^T, or y += ... when `accumulate`, where w is [m, k] of any DType.
+// Weights with panels (prelay_weight) are multiplied in them.
 // x and y are row-major float32 and must not overlap. F32 weights go straight to BLAS.
 void matmul(const float* x, int64_t n, const WeightTensor& w, float* y, bool accumulate = false);
 
@@ -70,9 +83,10 @@ void matmul_wide_activations(const float* x, int64_t n, const WeightTensor& w, f
 // The ways matmul can multiply, forced (not accumulating), for `star-bench matmul`, which measures
 // where they cross: the row dots one (weight row, activation row) pair at a time, the same with the
 // kernel's register tile, float32 tiles widened and multiplied with sgemm, and int8 panels
-// (Q8_0 activations; the block types of quant/int8_panels.h on AVX-512 VNNI). The row-dot paths
+// (Q8_0 activations; the block types of quant/int8_panels.h on AVX-512 VNNI), packed per call or
+// once (kPrelaidPanels needs w.panels). The row-dot paths
 // need a kernel for w's type: few_rows_kernel's, or wide_activation_kernel's with wide_activations.
-enum class MatmulPath { kRowDots, kRowTiles, kWidenedTiles, kInt8Panels };
+enum class MatmulPath { kRowDots, kRowTiles, kWidenedTiles, kInt8Panels, kPrelaidPanels };
 void matmul_forced(MatmulPath path, const float* x, int64_t n, const WeightTensor& w, float* y, bool wide_activations);
 // Whether matmul takes the int8 panels for many rows of a `dtype` weight on `isa`.
 bool int8_panels_for(DType dtype, Isa isa);

@@ -16,6 +16,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
 
 #include "star/backend/cpu/dot_kernels.h"
 #include "star/model/dtype.h"
@@ -41,5 +44,32 @@ const PanelRowFormat* find_panel_row_format(DType dtype);
 // int8_panels_for).
 void int8_panel_matmul(DType dtype, const std::byte* w, size_t w_row_bytes, int64_t m, int64_t k, const float* x,
                        int64_t n, float* y, int64_t ldy, bool accumulate);
+
+// A weight's panels packed once, for products that would otherwise pack them every call: 16 rows
+// a panel, codes [m / 16][k / 4][16][4] (the last panel's missing rows zero), scales
+// [m / 16][k / sub_block][16], mins [m / 16][k / 32][16] where the format has them.
+struct PrelaidPanels {
+  const PanelRowFormat* format;
+  int64_t m, k;
+  std::vector<uint8_t> codes;
+  std::vector<float> scales, mins;
+};
+
+// `w`'s m rows (w_row_bytes apart, k elements each) packed into panels, by the OpenMP threads.
+// Requires a format for `dtype` and best_isa() == kAvx512.
+std::shared_ptr<const PrelaidPanels> prelay_int8_panels(DType dtype, const std::byte* w, size_t w_row_bytes,
+                                                        int64_t m, int64_t k);
+
+// One product of int8_prelaid_panel_matmul: y[i·m + r] = Σ_j w[r, j]·x̂[i, j] for w = panels.
+struct PrelaidPanelOutput {
+  const PrelaidPanels* panels;
+  float* y;
+};
+
+// int8_panel_matmul over pre-packed panels, for one x against every output (all of one format and
+// row length k): x is rounded once, and the 32-row units of all outputs share one OpenMP region.
+// Each output comes out bit for bit as int8_panel_matmul's, whatever n.
+void int8_prelaid_panel_matmul(const float* x, int64_t n, std::span<const PrelaidPanelOutput> outputs,
+                               bool accumulate);
 
 }  // namespace star::cpu

@@ -91,9 +91,10 @@ void size_scratch(const PanelRowFormat& format, int64_t k, PanelScratch& s) {
   s.mins.resize(static_cast<size_t>(kMaxPanels * kLanes * blocks));
 }
 
-// Panel `index` of the scratch (sized by size_scratch) from `rows` <= 16 weight rows.
-STAR_AVX512 Panel pack_panel(const PanelRowFormat& format, const std::byte* w, size_t w_row_bytes, int64_t rows,
-                             int64_t k, PanelScratch& s, int index) {
+// A panel from `rows` <= 16 weight rows into codes, scales and mins (sized for one panel), through
+// the scratch's row buffers (sized by size_scratch).
+STAR_AVX512 Panel pack_panel_into(const PanelRowFormat& format, const std::byte* w, size_t w_row_bytes, int64_t rows,
+                                  int64_t k, PanelScratch& s, uint8_t* codes, float* scales, float* mins) {
   const int64_t subs = k / format.sub_block, blocks = k / kLegacyBlock;
   for (int64_t r = 0; r < kLanes; ++r) {
     uint8_t* codes = s.row_codes.data() + r * k;
@@ -107,9 +108,6 @@ STAR_AVX512 Panel pack_panel(const PanelRowFormat& format, const std::byte* w, s
       std::fill(mins, mins + blocks, 0.f);
     }
   }
-  uint8_t* codes = s.codes.data() + index * kLanes * k;
-  float* scales = s.scales.data() + index * kLanes * subs;
-  float* mins = s.mins.data() + index * kLanes * blocks;
   const __m512i row_starts = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                                 _mm512_set1_epi32(static_cast<int>(k / 4)));
   for (int64_t g = 0; g < k / 4; ++g) {
@@ -124,6 +122,14 @@ STAR_AVX512 Panel pack_panel(const PanelRowFormat& format, const std::byte* w, s
     }
   }
   return {codes, scales, mins};
+}
+
+// Panel `index` of the scratch (sized by size_scratch) from `rows` <= 16 weight rows.
+Panel pack_panel(const PanelRowFormat& format, const std::byte* w, size_t w_row_bytes, int64_t rows, int64_t k,
+                 PanelScratch& s, int index) {
+  const int64_t subs = k / format.sub_block, blocks = k / kLegacyBlock;
+  return pack_panel_into(format, w, w_row_bytes, rows, k, s, s.codes.data() + index * kLanes * k,
+                         s.scales.data() + index * kLanes * subs, s.mins.data() + index * kLanes * blocks);
 }
 
 STAR_AVX512_INLINE __m512i broadcast_dword(const int8_t* p) {
@@ -235,6 +241,68 @@ void int8_panel_matmul(DType dtype, const std::byte* w, size_t w_row_bytes, int6
         const int r = static_cast<int>(std::min<int64_t>(kMaxXRows, n - i));
         tiles[(count - 1) * kMaxXRows + r - 1](panels, a, i, k, y + first, ldy, accumulate, last_lanes);
       }
+    }
+  }
+}
+
+std::shared_ptr<const PrelaidPanels> prelay_int8_panels(DType dtype, const std::byte* w, size_t w_row_bytes,
+                                                        int64_t m, int64_t k) {
+  const PanelRowFormat& format = *find_panel_row_format(dtype);
+  auto out = std::make_shared<PrelaidPanels>();
+  out->format = &format;
+  out->m = m;
+  out->k = k;
+  const int64_t count = (m + kLanes - 1) / kLanes, subs = k / format.sub_block, blocks = k / kLegacyBlock;
+  out->codes.resize(static_cast<size_t>(count * kLanes * k));
+  out->scales.resize(static_cast<size_t>(count * kLanes * subs));
+  out->mins.resize(format.has_min ? static_cast<size_t>(count * kLanes * blocks) : 0);
+  PrelaidPanels& p = *out;
+#pragma omp parallel
+  {
+    PanelScratch scratch;
+    size_scratch(format, k, scratch);
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < count; ++i) {
+      pack_panel_into(format, w + i * kLanes * w_row_bytes, w_row_bytes, std::min<int64_t>(kLanes, m - i * kLanes), k,
+                      scratch, p.codes.data() + i * kLanes * k, p.scales.data() + i * kLanes * subs,
+                      format.has_min ? p.mins.data() + i * kLanes * blocks : scratch.mins.data());
+    }
+  }
+  return out;
+}
+
+void int8_prelaid_panel_matmul(const float* x, int64_t n, std::span<const PrelaidPanelOutput> outputs,
+                               bool accumulate) {
+  const PanelRowFormat& format = *outputs.front().panels->format;
+  const int64_t k = outputs.front().panels->k;
+  thread_local Activations activations;
+  relay_activations(format, x, n, k, activations);
+  const Activations& a = activations;
+  const TileFn* tiles = tiles_for(format);
+  constexpr int64_t kTileRows = kMaxPanels * kLanes;
+  const int64_t subs = k / format.sub_block, blocks = k / kLegacyBlock;
+  int64_t total_units = 0;
+  for (const PrelaidPanelOutput& o : outputs) total_units += (o.panels->m + kTileRows - 1) / kTileRows;
+  // Dynamic, as matmul's row dots: each output is computed the same way whichever thread takes it.
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t g = 0; g < total_units; ++g) {
+    int64_t u = g;
+    size_t t = 0;
+    while (u >= (outputs[t].panels->m + kTileRows - 1) / kTileRows) u -= (outputs[t++].panels->m + kTileRows - 1) / kTileRows;
+    const PrelaidPanels& p = *outputs[t].panels;
+    const int64_t first = u * kTileRows, rows = std::min(kTileRows, p.m - first);
+    const int count = static_cast<int>((rows + kLanes - 1) / kLanes);
+    Panel panels[kMaxPanels];
+    for (int q = 0; q < count; ++q) {
+      const int64_t index = first / kLanes + q;
+      panels[q] = {p.codes.data() + index * kLanes * k, p.scales.data() + index * kLanes * subs,
+                   format.has_min ? p.mins.data() + index * kLanes * blocks : nullptr};
+    }
+    const int last = static_cast<int>(rows - (count - 1) * kLanes);
+    const auto last_lanes = static_cast<__mmask16>((1u << last) - 1);
+    for (int64_t i = 0; i < n; i += kMaxXRows) {
+      const int r = static_cast<int>(std::min<int64_t>(kMaxXRows, n - i));
+      tiles[(count - 1) * kMaxXRows + r - 1](panels, a, i, k, outputs[t].y + first, p.m, accumulate, last_lanes);
     }
   }
 }
