@@ -65,7 +65,8 @@ struct MatmulOutput {
 // or gate and up. With few rows and one row-dot kernel for them all (the same stored type), x is
 // converted once and all their rows share one OpenMP region: a decode step otherwise pays a
 // thread start-up and join per matrix, as long as the work on a small K or V projection itself.
-// Any other case runs one matmul per output.
+// Weights that all have panels of one format (prelay_weight) share one call of them. Any other
+// case runs one matmul per output.
 void matmul_shared_input(const float* x, int64_t n, std::initializer_list<MatmulOutput> outputs);
 
 // The kernel matmul_wide_activations uses for few rows of a `dtype` weight on `isa`, or nullptr

@@ -1,5 +1,6 @@
 // Many activation rows against a block-quantized weight in int8 products (AVX-512 VNNI): the
-// prefill matmul of Q4_0, Q5_0, Q8_0, Q4_K, Q5_K and Q6_K weights.
+// prefill matmul of Q4_0, Q5_0, Q4_K, Q5_K and Q6_K weights, and with panels packed once (at
+// model creation, matmul.h's prelay_weight) every product of a Q8_0 layer matrix.
 //
 // Widening the weights to float32 for sgemm multiplies in float at 16 products an instruction;
 // vpdpbusd makes 64. So a strip of 16 weight rows is unpacked once, into one byte per element
