@@ -1,6 +1,7 @@
 #include "star/model/llama_model.h"
 
 #include <algorithm>
+#include <array>
 #include <string>
 
 #include "star/backend/cpu/embedding.h"
@@ -16,6 +17,11 @@ namespace {
 // its full rate (star-bench matmul), so the split costs nothing measurable.
 constexpr int64_t kFfnChunkRows = 512;
 
+// The layer's matrices, the ones cpu::matmul multiplies.
+std::array<WeightTensor*, 7> matrices_of(LlamaLayerWeights& layer) {
+  return {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up, &layer.w_down};
+}
+
 }  // namespace
 
 Result<LlamaModel> LlamaModel::create(LlamaConfig config, LlamaWeights weights) {
@@ -24,7 +30,7 @@ Result<LlamaModel> LlamaModel::create(LlamaConfig config, LlamaWeights weights) 
   // The layers' products read the types cpu::prelay_weight packs from their panels alone, so the
   // stored pages of a mapped checkpoint are given back as each matrix is packed.
   for (LlamaLayerWeights& layer : weights.layers) {
-    for (WeightTensor* w : {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up, &layer.w_down}) {
+    for (WeightTensor* w : matrices_of(layer)) {
       if (cpu::prelay_weight(*w) && w->keep_alive != nullptr) release_mapped_pages(w->data, w->bytes());
     }
   }
@@ -33,9 +39,7 @@ Result<LlamaModel> LlamaModel::create(LlamaConfig config, LlamaWeights weights) 
 
 void LlamaModel::release_cpu_panels() {
   for (LlamaLayerWeights& layer : weights_.layers) {
-    for (WeightTensor* w : {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up, &layer.w_down}) {
-      w->panels.reset();
-    }
+    for (WeightTensor* w : matrices_of(layer)) w->panels.reset();
   }
 }
 

@@ -181,6 +181,9 @@ TEST(StoredMatmul, PrelaidPanelsAreThePanelsPackedPerCallBitForBit) {
   const int64_t m = 70, k = 512;
   Case c = random_case(DType::kQ8_0, m, k, rng);
   if (!cpu::prelay_weight(c.w)) GTEST_SKIP() << "no AVX-512 VNNI on this CPU: Q8_0 stays as stored";
+  // And, now that they serve one-row decode too, the scalar Q8_0 row dot at few rows as at many.
+  expect_scalar_row_dots(DType::kQ8_0, *cpu::find_dot_kernel(DType::kQ8_0, cpu::Isa::kScalar), c, m, k,
+                         {1, 3, 16, 33}, rng);
   for (int64_t n : {1, 2, 5, 6, 7, 33, 100}) {
     for (bool accumulate : {false, true}) {
       const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);

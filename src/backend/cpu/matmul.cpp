@@ -224,15 +224,14 @@ void matmul(const float* x, int64_t n, const WeightTensor& w, float* y, bool acc
 
 void matmul_shared_input(const float* x, int64_t n, std::initializer_list<MatmulOutput> outputs) {
   const MatmulOutput& first = *outputs.begin();
-  std::vector<PrelaidPanelOutput> prelaid;
-  for (const MatmulOutput& o : outputs) {
-    if (first.w->panels != nullptr && o.w->panels != nullptr && o.w->panels->format == first.w->panels->format &&
-        o.w->cols() == first.w->cols()) {
-      prelaid.push_back({o.w->panels.get(), o.y});
-    }
-  }
-  if (n > 0 && prelaid.size() == outputs.size()) {
-    int8_prelaid_panel_matmul(x, n, prelaid, /*accumulate=*/false);
+  const bool prelaid = n > 0 && std::all_of(outputs.begin(), outputs.end(), [&](const MatmulOutput& o) {
+    return o.w->panels != nullptr && first.w->panels != nullptr && o.w->panels->format == first.w->panels->format &&
+           o.w->cols() == first.w->cols();
+  });
+  if (prelaid) {
+    std::vector<PrelaidPanelOutput> panels;
+    for (const MatmulOutput& o : outputs) panels.push_back({o.w->panels.get(), o.y});
+    int8_prelaid_panel_matmul(x, n, panels, /*accumulate=*/false);
     return;
   }
   const DotKernel* kernel = n >= 1 && first.w->cols() > 0 ? few_rows_kernel(first.w->dtype, best_isa()) : nullptr;

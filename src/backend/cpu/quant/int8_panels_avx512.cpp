@@ -91,21 +91,22 @@ void size_scratch(const PanelRowFormat& format, int64_t k, PanelScratch& s) {
   s.mins.resize(static_cast<size_t>(kMaxPanels * kLanes * blocks));
 }
 
-// A panel from `rows` <= 16 weight rows into codes, scales and mins (sized for one panel), through
-// the scratch's row buffers (sized by size_scratch).
+// A panel from `rows` <= 16 weight rows into codes, scales and mins (sized for one panel; mins
+// only written, and may be null, where the format has none), through the scratch's row buffers
+// (sized by size_scratch).
 STAR_AVX512 Panel pack_panel_into(const PanelRowFormat& format, const std::byte* w, size_t w_row_bytes, int64_t rows,
                                   int64_t k, PanelScratch& s, uint8_t* codes, float* scales, float* mins) {
   const int64_t subs = k / format.sub_block, blocks = k / kLegacyBlock;
   for (int64_t r = 0; r < kLanes; ++r) {
-    uint8_t* codes = s.row_codes.data() + r * k;
-    float* scales = s.row_scales.data() + r * subs;
-    float* mins = s.row_mins.data() + r * blocks;
+    uint8_t* row_codes = s.row_codes.data() + r * k;
+    float* row_scales = s.row_scales.data() + r * subs;
+    float* row_mins = s.row_mins.data() + r * blocks;
     if (r < rows) {
-      format.unpack(w + r * w_row_bytes, k, codes, scales, mins);
+      format.unpack(w + r * w_row_bytes, k, row_codes, row_scales, row_mins);
     } else {  // zero scales (and mins) make the lanes past the last row sum to 0
-      std::fill(codes, codes + k, uint8_t{0});
-      std::fill(scales, scales + subs, 0.f);
-      std::fill(mins, mins + blocks, 0.f);
+      std::fill(row_codes, row_codes + k, uint8_t{0});
+      std::fill(row_scales, row_scales + subs, 0.f);
+      std::fill(row_mins, row_mins + blocks, 0.f);
     }
   }
   const __m512i row_starts = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
@@ -210,6 +211,19 @@ const TileFn* tiles_for(const PanelRowFormat& format) {
   return kTiles<32, true, false>.data();
 }
 
+// Every activation row against one unit of `count` panels holding `rows` weight rows, into
+// y's columns from the unit's first row.
+void multiply_unit(const TileFn* tiles, const Panel* panels, int64_t rows, const Activations& a, int64_t n, int64_t k,
+                   float* y, int64_t ldy, bool accumulate) {
+  const int count = static_cast<int>((rows + kLanes - 1) / kLanes);
+  const int last = static_cast<int>(rows - (count - 1) * kLanes);
+  const auto last_lanes = static_cast<__mmask16>((1u << last) - 1);
+  for (int64_t i = 0; i < n; i += kMaxXRows) {
+    const int r = static_cast<int>(std::min<int64_t>(kMaxXRows, n - i));
+    tiles[(count - 1) * kMaxXRows + r - 1](panels, a, i, k, y, ldy, accumulate, last_lanes);
+  }
+}
+
 }  // namespace
 
 void int8_panel_matmul(DType dtype, const std::byte* w, size_t w_row_bytes, int64_t m, int64_t k, const float* x,
@@ -235,12 +249,7 @@ void int8_panel_matmul(DType dtype, const std::byte* w, size_t w_row_bytes, int6
         panels[p] = pack_panel(format, w + (first + p * kLanes) * w_row_bytes, w_row_bytes,
                                std::min<int64_t>(kLanes, rows - p * kLanes), k, scratch, p);
       }
-      const int last = static_cast<int>(rows - (count - 1) * kLanes);
-      const auto last_lanes = static_cast<__mmask16>((1u << last) - 1);
-      for (int64_t i = 0; i < n; i += kMaxXRows) {
-        const int r = static_cast<int>(std::min<int64_t>(kMaxXRows, n - i));
-        tiles[(count - 1) * kMaxXRows + r - 1](panels, a, i, k, y + first, ldy, accumulate, last_lanes);
-      }
+      multiply_unit(tiles, panels, rows, a, n, k, y + first, ldy, accumulate);
     }
   }
 }
@@ -265,7 +274,7 @@ std::shared_ptr<const PrelaidPanels> prelay_int8_panels(DType dtype, const std::
     for (int64_t i = 0; i < count; ++i) {
       pack_panel_into(format, w + i * kLanes * w_row_bytes, w_row_bytes, std::min<int64_t>(kLanes, m - i * kLanes), k,
                       scratch, p.codes.data() + i * kLanes * k, p.scales.data() + i * kLanes * subs,
-                      format.has_min ? p.mins.data() + i * kLanes * blocks : scratch.mins.data());
+                      format.has_min ? p.mins.data() + i * kLanes * blocks : nullptr);
     }
   }
   return out;
@@ -291,19 +300,13 @@ void int8_prelaid_panel_matmul(const float* x, int64_t n, std::span<const Prelai
     while (u >= (outputs[t].panels->m + kTileRows - 1) / kTileRows) u -= (outputs[t++].panels->m + kTileRows - 1) / kTileRows;
     const PrelaidPanels& p = *outputs[t].panels;
     const int64_t first = u * kTileRows, rows = std::min(kTileRows, p.m - first);
-    const int count = static_cast<int>((rows + kLanes - 1) / kLanes);
     Panel panels[kMaxPanels];
-    for (int q = 0; q < count; ++q) {
+    for (int q = 0; q < (rows + kLanes - 1) / kLanes; ++q) {
       const int64_t index = first / kLanes + q;
       panels[q] = {p.codes.data() + index * kLanes * k, p.scales.data() + index * kLanes * subs,
                    format.has_min ? p.mins.data() + index * kLanes * blocks : nullptr};
     }
-    const int last = static_cast<int>(rows - (count - 1) * kLanes);
-    const auto last_lanes = static_cast<__mmask16>((1u << last) - 1);
-    for (int64_t i = 0; i < n; i += kMaxXRows) {
-      const int r = static_cast<int>(std::min<int64_t>(kMaxXRows, n - i));
-      tiles[(count - 1) * kMaxXRows + r - 1](panels, a, i, k, outputs[t].y + first, p.m, accumulate, last_lanes);
-    }
+    multiply_unit(tiles, panels, rows, a, n, k, outputs[t].y + first, p.m, accumulate);
   }
 }
 
