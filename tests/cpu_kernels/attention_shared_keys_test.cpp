@@ -31,6 +31,8 @@ std::vector<Case> cases() {
       {"group_of_3_rows_cross_blocks", 7, 1, 300, 6, 2, 64},
       {"two_tokens_group_2", 5, 2, 300, 4, 2, 128},
       {"group_of_4", 3, 1, 97, 16, 4, 64},
+      // Keys transposed in whole vectors of 16: a last tile of 13 keys, head_dim of three vectors.
+      {"head_dim_48_keys_past_a_vector", 5, 1, 77, 6, 2, 48},
       {"group_of_2_long_keys_split_on_threads", 6, 1, 5000, 8, 4, 64},
       // Past a row block a query: one call a query.
       {"query_rows_past_a_block", 4, 3, 200, 8, 2, 64},
@@ -114,12 +116,17 @@ TEST_P(AttentionSharedKeys, EachQueryEqualsItselfAloneBitForBit) {
 }
 
 // One token with two query heads a kv head fits a row block of every build's vectors (4 SSE lanes,
-// 8 with AVX); past a block, or with head_dim not a whole number of vectors, each query runs alone.
+// 8 with AVX); past a block, or with head_dim not a whole number of the row blocks' vectors (16
+// floats with AVX-512), each query runs alone.
 TEST(AttentionSharedKeysScope, DecodingTokensOfSmallGroupsShareKeyTiles) {
   EXPECT_TRUE(cpu::attention_shares_key_tiles(1, 8, 4, 64));
   EXPECT_TRUE(cpu::attention_shares_key_tiles(1, 32, 16, 128));
+  EXPECT_TRUE(cpu::attention_shares_key_tiles(1, 4, 2, 48));
   EXPECT_FALSE(cpu::attention_shares_key_tiles(3, 8, 2, 64));
   EXPECT_FALSE(cpu::attention_shares_key_tiles(1, 8, 4, 34));
+#if defined(__AVX512F__)
+  EXPECT_FALSE(cpu::attention_shares_key_tiles(1, 8, 4, 40));
+#endif
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, AttentionSharedKeys, ::testing::ValuesIn(cases()),

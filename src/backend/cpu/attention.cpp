@@ -22,6 +22,8 @@ namespace {
 using attention_blocks::for_each_block;
 using attention_blocks::kMaxDecodeRows;
 using attention_blocks::kMaxRowVectors;
+using attention_blocks::kRowBlockRows;
+using attention_blocks::kWideLanes;
 using simd::kLanes;
 using simd::Vec;
 
@@ -87,14 +89,23 @@ class TileWorker {
     state_stride_ = p.head_dim * max_pad;
     row_stride_ = max_pad;
     ld_packed_ = packed_row_floats(p.head_dim);
+    // Row-major decides by one query's rows, so that each of several queries sharing the call
+    // takes the path (and the arithmetic) it takes alone.
+    row_major_ = p.segment_tokens * p.group <= kMaxDecodeRows && p.head_dim % kWideLanes == 0;
+    key_rows_ = ceil_div(p.key_tile, kWideLanes) * kWideLanes;
     qt_ = scratch(p.heads_per_task * state_stride_);
     ot_ = scratch(p.heads_per_task * state_stride_);
     max_run_ = scratch(p.heads_per_task * max_pad);
     sum_run_ = scratch(p.heads_per_task * max_pad);
     row_pos_ = std::make_unique_for_overwrite<int64_t[]>(static_cast<size_t>(max_pad));
     st_ = scratch(p.key_tile * kMaxRowVectors * kLanes);
-    k_tile_ = scratch(p.heads_per_task * p.key_tile * ld_packed_);
-    v_tile_ = scratch(p.heads_per_task * p.key_tile * ld_packed_);
+    v_tile_ = scratch(p.heads_per_task * key_rows_ * ld_packed_);
+    if (row_major_) {
+      kt_tile_ = scratch(p.heads_per_task * p.head_dim * key_rows_);
+      key_block_ = scratch(p.heads_per_task * kWideLanes * p.head_dim);
+    } else {
+      k_tile_ = scratch(p.heads_per_task * key_rows_ * ld_packed_);
+    }
   }
 
   SkipSoftmaxTiles tiles() const { return tiles_; }
@@ -107,9 +118,6 @@ class TileWorker {
     rows_ = (t_end - t_begin) * p_.group;
     row_vectors_ = ceil_div(rows_, kLanes);
     row_pad_ = row_vectors_ * kLanes;
-    // Row-major decides by one query's rows, so that each of several queries sharing the call
-    // takes the path (and the arithmetic) it takes alone.
-    row_major_ = p_.segment_tokens * p_.group <= kMaxDecodeRows && p_.head_dim % kLanes == 0;
     for (int64_t r = 0; r < row_pad_; ++r) {
       row_pos_[r] = p_.mask.causal_offset + t_begin + std::min(r, rows_ - 1) / p_.group;
     }
@@ -126,9 +134,10 @@ class TileWorker {
       values_packed_ = !p_.skip_softmax;
       for (int64_t hh = 0; hh < heads_; ++hh) {
         if (row_major_) {
-          // A row's arithmetic does not depend on the rows beside it in a block.
-          for (int64_t r0 = 0; r0 < rows_; r0 += kMaxDecodeRows) {
-            attend_rows_dispatch(std::min<int64_t>(kMaxDecodeRows, rows_ - r0), hh, r0, j0, bc,
+          // A row's arithmetic does not depend on the rows beside it in a block; one query's
+          // rows (at most kMaxDecodeRows) share one block, as Skip Softmax votes by block.
+          for (int64_t r0 = 0; r0 < rows_; r0 += kRowBlockRows) {
+            attend_rows_dispatch(std::min<int64_t>(kRowBlockRows, rows_ - r0), hh, r0, j0, bc,
                                  vis == TileVisibility::kSome);
           }
           continue;
@@ -150,8 +159,9 @@ class TileWorker {
   float* ot(int64_t hh) { return ot_.get() + hh * state_stride_; }
   float* max_run(int64_t hh) { return max_run_.get() + hh * row_stride_; }
   float* sum_run(int64_t hh) { return sum_run_.get() + hh * row_stride_; }
-  const float* k_tile(int64_t hh) const { return k_tile_.get() + hh * p_.key_tile * ld_packed_; }
-  const float* v_tile(int64_t hh) const { return v_tile_.get() + hh * p_.key_tile * ld_packed_; }
+  const float* k_tile(int64_t hh) const { return k_tile_.get() + hh * key_rows_ * ld_packed_; }
+  const float* v_tile(int64_t hh) const { return v_tile_.get() + hh * key_rows_ * ld_packed_; }
+  const float* kt_tile(int64_t hh) const { return kt_tile_.get() + hh * p_.head_dim * key_rows_; }
 
   // qt = scaled queries of kv head h_begin + hh, [d, row_pad] transposed or [rows, d] row-major;
   // resets its softmax state.
@@ -216,9 +226,13 @@ class TileWorker {
   void pack_keys_values(int64_t j0, int64_t bc, bool keys, bool values, DecodeRow decode_row) {
     const int64_t d = p_.head_dim;
     const int64_t ldkv = p_.n_kv_heads * d;
-    const int64_t head_tile = p_.key_tile * ld_packed_;
+    const int64_t head_tile = key_rows_ * ld_packed_;
     const KvRows k = p_.k.at(j0 * ldkv + h_begin_ * d);
     const KvRows v = p_.v.at(j0 * ldkv + h_begin_ * d);
+    if (keys && row_major_) {
+      pack_keys_transposed(k, bc, decode_row);
+      keys = false;
+    }
     for (int64_t c = 0; c < bc; ++c) {
       for (int64_t hh = 0; hh < heads_; ++hh) {
         const int64_t src = c * ldkv + hh * d;
@@ -227,20 +241,35 @@ class TileWorker {
         if (values) decode_row(v, src, d, v_tile_.get() + dst);
       }
     }
-    if (keys && row_major_) {
-      // score_rows reads keys in whole vectors: zero the rows past bc up to the next one.
-      const int64_t bc_pad = ceil_div(bc, kLanes) * kLanes;
+  }
+
+  // The row blocks' keys: kWideLanes cache rows at a time decoded into key_block_ (in L1), then
+  // turned on their side into kt_tile_; rows past bc up to a whole wide vector are zero, since
+  // score_keys reads whole vectors.
+  template <typename DecodeRow>
+  void pack_keys_transposed(KvRows k, int64_t bc, DecodeRow decode_row) {
+    const int64_t d = p_.head_dim;
+    const int64_t ldkv = p_.n_kv_heads * d;
+    const int64_t head_block = kWideLanes * d;
+    for (int64_t c0 = 0; c0 < bc; c0 += kWideLanes) {
+      const int64_t n = std::min<int64_t>(kWideLanes, bc - c0);
+      for (int64_t c = 0; c < n; ++c) {
+        for (int64_t hh = 0; hh < heads_; ++hh) {
+          decode_row(k, (c0 + c) * ldkv + hh * d, d, key_block_.get() + hh * head_block + c * d);
+        }
+      }
       for (int64_t hh = 0; hh < heads_; ++hh) {
-        float* tile = k_tile_.get() + hh * head_tile;
-        for (int64_t c = bc; c < bc_pad; ++c) std::fill(tile + c * ld_packed_, tile + c * ld_packed_ + d, 0.f);
+        float* block = key_block_.get() + hh * head_block;
+        std::fill(block + n * d, block + head_block, 0.f);
+        attention_blocks::transpose_keys(block, d, kWideLanes, d, kt_tile_.get() + hh * d * key_rows_ + c0, key_rows_);
       }
     }
   }
 
-  // Picks the row-block instance for `rows` (1 .. kMaxDecodeRows) query rows from row r0.
+  // Picks the row-block instance for `rows` (1 .. kRowBlockRows) query rows from row r0.
   template <int R = 1>
   void attend_rows_dispatch(int64_t rows, int64_t hh, int64_t r0, int64_t j0, int64_t bc, bool masked) {
-    if constexpr (R < kMaxDecodeRows) {
+    if constexpr (R < kRowBlockRows) {
       if (rows > R) return attend_rows_dispatch<R + 1>(rows, hh, r0, j0, bc, masked);
     }
     attend_rows<R>(hh, r0, j0, bc, masked);
@@ -250,14 +279,11 @@ class TileWorker {
   // online softmax, values, with head_dim or keys along the lanes.
   template <int R>
   void attend_rows(int64_t hh, int64_t r0, int64_t j0, int64_t bc, bool masked) {
-    constexpr int64_t kStep = attention_blocks::kValueChunks * kLanes;
+    constexpr int64_t kStep = attention_blocks::kValueChunks * kWideLanes;
     const int64_t d = p_.head_dim;
-    const int64_t lds = ceil_div(p_.key_tile, kLanes) * kLanes;
+    const int64_t lds = key_rows_;
     float* st = st_.get();
-    const float* keys = k_tile(hh);
-    for (int64_t c = 0; c < bc; c += kLanes) {
-      attention_blocks::score_rows<R>(qt(hh) + r0 * d, d, keys + c * ld_packed_, ld_packed_, st + c, lds);
-    }
+    score_keys<R>(qt(hh) + r0 * d, kt_tile(hh), ceil_div(bc, kWideLanes), st, lds);
     mask_rows<R>(r0, j0, bc, lds, masked);
     if (p_.skip_softmax) {
       if (skip_rows<R>(hh, r0, bc, lds)) return;
@@ -272,8 +298,26 @@ class TileWorker {
       attention_blocks::value_rows<R, attention_blocks::kValueChunks>(st, lds, values + i, ld_packed_,
                                                                       bc, alpha, o + i, d);
     }
-    for (; i < d; i += kLanes) {
+    for (; i < d; i += kWideLanes) {
       attention_blocks::value_rows<R, 1>(st, lds, values + i, ld_packed_, bc, alpha, o + i, d);
+    }
+  }
+
+  // Scores st [R, lds] of R rows against `vectors` wide vectors of keys of the transposed tile kt.
+  template <int R>
+  void score_keys(const float* q, const float* kt, int64_t vectors, float* st, int64_t lds) {
+    constexpr int kMaxVectors = 4;  // R x 4 accumulators, 4 key vectors and a broadcast fit 32 registers
+    const int64_t d = p_.head_dim;
+    int64_t v = 0;
+    for (; v + kMaxVectors <= vectors; v += kMaxVectors) {
+      attention_blocks::score_keys<R, kMaxVectors>(q, d, kt + v * kWideLanes, key_rows_, st + v * kWideLanes, lds);
+    }
+    const int64_t c = v * kWideLanes;
+    switch (vectors - v) {
+      case 3: return attention_blocks::score_keys<R, 3>(q, d, kt + c, key_rows_, st + c, lds);
+      case 2: return attention_blocks::score_keys<R, 2>(q, d, kt + c, key_rows_, st + c, lds);
+      case 1: return attention_blocks::score_keys<R, 1>(q, d, kt + c, key_rows_, st + c, lds);
+      default: return;
     }
   }
 
@@ -497,11 +541,12 @@ class TileWorker {
   int64_t rows_ = 0;
   int64_t row_vectors_ = 0;
   int64_t row_pad_ = 0;
-  bool row_major_ = false;
-  bool values_packed_ = false;  // v_tile_ holds the current key tile's values    // few rows: row blocks, qt and ot row-major [rows, d]
+  bool row_major_ = false;      // few rows: row blocks, qt and ot row-major [rows, d]
+  bool values_packed_ = false;  // v_tile_ holds the current key tile's values
   int64_t state_stride_ = 0;  // floats of qt / ot per kv head
   int64_t row_stride_ = 0;    // floats of max_run / sum_run per kv head
   int64_t ld_packed_ = 0;     // row stride of the packed key and value tiles
+  int64_t key_rows_ = 0;      // rows of a packed tile: key_tile rounded up to whole wide vectors
   std::unique_ptr<float[]> qt_;       // [heads, d, row_pad] queries * scale * log2(e), transposed
   std::unique_ptr<float[]> ot_;       // [heads, d, row_pad] unnormalised outputs, transposed
   std::unique_ptr<float[]> max_run_;  // [heads, row_pad] running max of base-2 scores
@@ -510,6 +555,8 @@ class TileWorker {
   std::unique_ptr<float[]> st_;       // [key_tile, NV * kLanes] scores, then probabilities
   std::unique_ptr<float[]> k_tile_;   // [heads, key_tile, ld_packed] keys of the current tile
   std::unique_ptr<float[]> v_tile_;   // [heads, key_tile, ld_packed] values of the current tile
+  std::unique_ptr<float[]> kt_tile_;  // row blocks: [heads, d, key_rows] keys of the current tile transposed
+  std::unique_ptr<float[]> key_block_;  // row blocks: [heads, kWideLanes, d] keys on their way to kt_tile_
 };
 
 // The tiling, plus what only the kernel needs: kv heads per task and the number of key splits.
@@ -628,7 +675,7 @@ void attention_forward(const float* q, int64_t nq, KvRows k, KvRows v, int64_t n
 }
 
 bool attention_shares_key_tiles(int64_t nq, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim) {
-  return nq * (n_heads / n_kv_heads) <= kMaxDecodeRows && head_dim % kLanes == 0;
+  return nq * (n_heads / n_kv_heads) <= kMaxDecodeRows && head_dim % kWideLanes == 0;
 }
 
 void attention_forward_shared_keys(const float* q, int64_t queries, int64_t nq, KvRows k, KvRows v, int64_t nk,

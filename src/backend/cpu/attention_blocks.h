@@ -5,12 +5,15 @@
 // both products of attention become one pattern: broadcast an element of K or V and multiply it
 // into a vector of rows. This needs kLanes rows to fill a vector: prefill and longer queries.
 //
-// Row blocks (score_rows, value_rows): for decoding, where a kv head has only a few query rows
-// (Hq / Hkv of them), head_dim runs along the lanes instead and rows stay row-major; scores come
-// out with keys along the lanes.
+// Row blocks (score_keys, value_rows): for decoding, where a kv head has only a few query rows
+// (Hq / Hkv of them), rows stay row-major and a key tile, transposed once, serves them all: scores
+// take keys along the lanes (a broadcast query element times a vector of keys), values head_dim.
+// Many decoding sequences on one context share each transposed tile, so the kernel then runs as a
+// small matrix product, yet each row's arithmetic is the one it has alone.
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "simd.h"
 
@@ -106,72 +109,87 @@ inline void value_block(const float* v, int64_t ldv, const float* pt, int64_t ld
 // Rows of queries handled by the row blocks: up to half a vector, beyond which columns are as good.
 inline constexpr int kMaxDecodeRows = kLanes / 2;
 
+// The row blocks' own vectors: 16 lanes where AVX-512 has them (the column blocks keep kLanes, whose
+// register tiles are sized for it), else kLanes.
+#if defined(__AVX512F__)
+inline constexpr int kWideLanes = 16;
+#else
+inline constexpr int kWideLanes = kLanes;
+#endif
+using WideVec = float __attribute__((vector_size(kWideLanes * sizeof(float))));
+
 // Vectors of head_dim a value_rows pass accumulates per row.
 inline constexpr int kValueChunks = simd::kVectorRegisters == 32 ? 4 : 2;
 
-// Scores of R query rows against kLanes keys:
-//   s[r, c] = sum_p q[r * d + p] * k[c * ldk + p]      r < R, c < kLanes, p < d
-// q [R, d] row-major queries, k [kLanes, d] keys (row stride ldk), s [R, kLanes] (row stride lds).
-// d must be a multiple of kLanes. With 32 vector registers two rows share each key load (the loads,
-// not the FMAs, bound a row alone); every row's sums are the same operations in the same order
-// either way, so a row's scores do not depend on the rows beside it.
-template <int R>
-inline void score_rows(const float* q, int64_t d, const float* k, int64_t ldk, float* s,
-                       int64_t lds) {
-  int r = 0;
-  if constexpr (simd::kVectorRegisters == 32) {
-    for (; r + 2 <= R; r += 2) {
-      Vec acc0[kLanes] = {};
-      Vec acc1[kLanes] = {};
-      for (int64_t p = 0; p < d; p += kLanes) {
-        const Vec query0 = simd::load(q + r * d + p);
-        const Vec query1 = simd::load(q + (r + 1) * d + p);
+// Rows a row block takes at once (several decoding queries sharing a key tile fill them): R x 4
+// accumulators, 4 key or value vectors and a broadcast fit the vector registers.
+inline constexpr int kRowBlockRows = simd::kVectorRegisters == 32 ? 6 : 2;
+static_assert(kRowBlockRows >= kMaxDecodeRows || simd::kVectorRegisters != 32);
+
+template <typename V>
+inline V load_as(const float* p) {
+  V v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+template <typename V>
+inline void store_as(float* p, V v) {
+  std::memcpy(p, &v, sizeof(v));
+}
+
+// Scores of R query rows against NK * kWideLanes keys, keys along the lanes:
+//   s[r, c] = sum_p q[r * d + p] * kt[p * ldk + c]      r < R, c < NK * kWideLanes, p < d
+// q [R, d] row-major queries, kt [d, ldk] the keys transposed (transpose_keys), s [R, lds]. Each
+// score is one chain of multiply-adds over p in order, so a row's scores do not depend on R, NK or
+// the rows beside it.
+template <int R, int NK>
+inline void score_keys(const float* q, int64_t d, const float* kt, int64_t ldk, float* s, int64_t lds) {
+  WideVec acc[R][NK] = {};
+  for (int64_t p = 0; p < d; ++p) {
+    WideVec keys[NK];
+#pragma GCC unroll 4
+    for (int j = 0; j < NK; ++j) keys[j] = load_as<WideVec>(kt + p * ldk + j * kWideLanes);
 #pragma GCC unroll 8
-        for (int c = 0; c < kLanes; ++c) {
-          const Vec key = simd::load(k + c * ldk + p);
-          acc0[c] += key * query0;
-          acc1[c] += key * query1;
-        }
-      }
-      simd::store(s + r * lds, simd::transpose_sum(acc0));
-      simd::store(s + (r + 1) * lds, simd::transpose_sum(acc1));
+    for (int r = 0; r < R; ++r) {
+      const WideVec query = q[r * d + p] - WideVec{};
+#pragma GCC unroll 4
+      for (int j = 0; j < NK; ++j) acc[r][j] += query * keys[j];
     }
   }
-  for (; r < R; ++r) {
-    Vec acc[kLanes] = {};
-    for (int64_t p = 0; p < d; p += kLanes) {
-      const Vec query = simd::load(q + r * d + p);
-#pragma GCC unroll 8
-      for (int c = 0; c < kLanes; ++c) acc[c] += simd::load(k + c * ldk + p) * query;
-    }
-    simd::store(s + r * lds, simd::transpose_sum(acc));
+  for (int r = 0; r < R; ++r) {
+    for (int j = 0; j < NK; ++j) store_as(s + r * lds + j * kWideLanes, acc[r][j]);
   }
 }
 
-// Rescaled accumulation of NC vectors of output per row over bc keys:
-//   o[r, i] = alpha[r] * o[r, i] + sum_c p[r * ldp + c] * v[c * ldv + i]      r < R, i < NC*kLanes
-// p [R, bc] probabilities (row stride ldp), v [bc, NC*kLanes] a column slice of the values (row
-// stride ldv), o [R, NC*kLanes] (row stride ldo).
-template <int R, int NC>
+// kt[p * ldt + c] = k[c * ldk + p] for c < n (a multiple of kWideLanes), p < d (the same): a key
+// tile [n, d] turned into the [d, n] that score_keys reads, kWideLanes x kWideLanes at a time.
+void transpose_keys(const float* k, int64_t ldk, int64_t n, int64_t d, float* kt, int64_t ldt);
+
+// Rescaled accumulation of NC vectors V of output per row over bc keys:
+//   o[r, i] = alpha[r] * o[r, i] + sum_c p[r * ldp + c] * v[c * ldv + i]      r < R, i < NC * lanes of V
+// p [R, bc] probabilities (row stride ldp), v [bc, NC * lanes] a column slice of the values (row
+// stride ldv), o [R, NC * lanes] (row stride ldo).
+template <int R, int NC, typename V = WideVec>
 inline void value_rows(const float* p, int64_t ldp, const float* v, int64_t ldv, int64_t bc,
                        const float* alpha, float* o, int64_t ldo) {
-  Vec acc[R][NC];
+  constexpr int64_t kVecLanes = sizeof(V) / sizeof(float);
+  V acc[R][NC];
   for (int r = 0; r < R; ++r) {
-    for (int j = 0; j < NC; ++j) acc[r][j] = simd::load(o + r * ldo + j * kLanes) * alpha[r];
+    for (int j = 0; j < NC; ++j) acc[r][j] = load_as<V>(o + r * ldo + j * kVecLanes) * alpha[r];
   }
   for (int64_t c = 0; c < bc; ++c) {
-    Vec values[NC];
+    V values[NC];
 #pragma GCC unroll 4
-    for (int j = 0; j < NC; ++j) values[j] = simd::load(v + c * ldv + j * kLanes);
-#pragma GCC unroll 4
+    for (int j = 0; j < NC; ++j) values[j] = load_as<V>(v + c * ldv + j * kVecLanes);
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const Vec prob = simd::splat(p[r * ldp + c]);
+      const V prob = p[r * ldp + c] - V{};
 #pragma GCC unroll 4
       for (int j = 0; j < NC; ++j) acc[r][j] += prob * values[j];
     }
   }
   for (int r = 0; r < R; ++r) {
-    for (int j = 0; j < NC; ++j) simd::store(o + r * ldo + j * kLanes, acc[r][j]);
+    for (int j = 0; j < NC; ++j) store_as(o + r * ldo + j * kVecLanes, acc[r][j]);
   }
 }
 

@@ -66,28 +66,6 @@ inline Vec lane_index() {
   return v;
 }
 
-// result[i] = the sum of the lanes of v[i], for kLanes vectors: a transposing add tree, about
-// three operations per vector where summing each vector on its own costs about ten.
-inline Vec transpose_sum(const Vec* v) {
-#if defined(__AVX__)
-  // hadd(a, b) = [a0+a1, a2+a3, b0+b1, b2+b3, a4+a5, a6+a7, b4+b5, b6+b7]
-  const auto hadd = [](Vec a, Vec b) {
-    return __builtin_shufflevector(a, b, 0, 2, 8, 10, 4, 6, 12, 14) +
-           __builtin_shufflevector(a, b, 1, 3, 9, 11, 5, 7, 13, 15);
-  };
-  const Vec low = hadd(hadd(v[0], v[1]), hadd(v[2], v[3]));   // v0..v3, each in two halves
-  const Vec high = hadd(hadd(v[4], v[5]), hadd(v[6], v[7]));  // v4..v7, each in two halves
-  return __builtin_shufflevector(low, high, 0, 1, 2, 3, 8, 9, 10, 11) +
-         __builtin_shufflevector(low, high, 4, 5, 6, 7, 12, 13, 14, 15);
-#else
-  // hadd(a, b) = [a0+a1, a2+a3, b0+b1, b2+b3]
-  const auto hadd = [](Vec a, Vec b) {
-    return __builtin_shufflevector(a, b, 0, 2, 4, 6) + __builtin_shufflevector(a, b, 1, 3, 5, 7);
-  };
-  return hadd(hadd(v[0], v[1]), hadd(v[2], v[3]));
-#endif
-}
-
 // Rounds x (|x| < 2^22) to the nearest integer: n as an int and n as a float.
 inline void round_to_int(Vec x, IVec& n, Vec& n_float) {
   const float kShifter = 12582912.f;  // 1.5 * 2^23: adding it leaves round(x) in the low mantissa bits

@@ -63,7 +63,8 @@ void attention_forward_shared_keys(const float* q, int64_t queries, int64_t nq, 
                                    float* lse);
 // Whether attention_forward_shared_keys decodes each key tile once for queries of nq tokens (the
 // rows of one query, nq * Hq / Hkv, fit one row block of this build's vectors: 1 token and GQA
-// group <= 4 with AVX, <= 2 without); otherwise it runs one attention_forward a query.
+// group <= 4 with AVX, <= 2 without; head_dim a multiple of the row blocks' vector, 16 floats with
+// AVX-512); otherwise it runs one attention_forward a query.
 bool attention_shares_key_tiles(int64_t nq, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim);
 
 // Float32 K and V.
