@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
-#include <memory>
+#include <iterator>
 #include <vector>
 
 #include "attention_blocks.h"
@@ -83,7 +83,9 @@ TileVisibility classify(const AttentionMask& mask, int64_t pos_first, int64_t po
 class TileWorker {
  public:
   // Scratch is left uninitialised: every task writes what it reads, and zeroing megabytes per call
-  // would show in short decoding steps.
+  // would show in short decoding steps. It is the thread's own and kept between calls: a decoding
+  // step calls the kernel once per layer and sequence, and buffers allocated per call come back as
+  // fresh pages (glibc maps large blocks anew), a page fault every 4 KiB.
   explicit TileWorker(const Problem& p) : p_(p) {
     const int64_t max_pad = ceil_div(p.tile_tokens * p.group, kLanes) * kLanes;
     state_stride_ = p.head_dim * max_pad;
@@ -93,19 +95,28 @@ class TileWorker {
     // takes the path (and the arithmetic) it takes alone.
     row_major_ = p.segment_tokens * p.group <= kMaxDecodeRows && p.head_dim % kWideLanes == 0;
     key_rows_ = ceil_div(p.key_tile, kWideLanes) * kWideLanes;
-    qt_ = scratch(p.heads_per_task * state_stride_);
-    ot_ = scratch(p.heads_per_task * state_stride_);
-    max_run_ = scratch(p.heads_per_task * max_pad);
-    sum_run_ = scratch(p.heads_per_task * max_pad);
-    row_pos_ = std::make_unique_for_overwrite<int64_t[]>(static_cast<size_t>(max_pad));
-    st_ = scratch(p.key_tile * kMaxRowVectors * kLanes);
-    v_tile_ = scratch(p.heads_per_task * key_rows_ * ld_packed_);
-    if (row_major_) {
-      kt_tile_ = scratch(p.heads_per_task * p.head_dim * key_rows_);
-      key_block_ = scratch(p.heads_per_task * kWideLanes * p.head_dim);
-    } else {
-      k_tile_ = scratch(p.heads_per_task * key_rows_ * ld_packed_);
-    }
+    const int64_t tile_floats = p.heads_per_task * key_rows_ * ld_packed_;
+    const int64_t sizes[] = {p.heads_per_task * state_stride_,
+                             p.heads_per_task * state_stride_,
+                             p.heads_per_task * max_pad,
+                             p.heads_per_task * max_pad,
+                             p.key_tile * kMaxRowVectors * kLanes,
+                             tile_floats,
+                             row_major_ ? p.heads_per_task * p.head_dim * key_rows_ : tile_floats,
+                             row_major_ ? p.heads_per_task * kWideLanes * p.head_dim : 0};
+    float* buffers[std::size(sizes)];
+    thread_scratch(sizes, buffers);
+    qt_ = buffers[0];
+    ot_ = buffers[1];
+    max_run_ = buffers[2];
+    sum_run_ = buffers[3];
+    st_ = buffers[4];
+    v_tile_ = buffers[5];
+    (row_major_ ? kt_tile_ : k_tile_) = buffers[6];
+    key_block_ = buffers[7];
+    thread_local std::vector<int64_t> row_positions;
+    if (static_cast<int64_t>(row_positions.size()) < max_pad) row_positions.resize(static_cast<size_t>(max_pad));
+    row_pos_ = row_positions.data();
   }
 
   SkipSoftmaxTiles tiles() const { return tiles_; }
@@ -152,16 +163,28 @@ class TileWorker {
   }
 
  private:
-  static std::unique_ptr<float[]> scratch(int64_t n) {
-    return std::make_unique_for_overwrite<float[]>(static_cast<size_t>(n));
+  // buffers[i] = sizes[i] floats of the calling thread's scratch, each 64-byte aligned.
+  template <size_t N>
+  static void thread_scratch(const int64_t (&sizes)[N], float* (&buffers)[N]) {
+    constexpr int64_t kAlign = 16;  // floats in a cache line
+    thread_local std::vector<float> arena;
+    int64_t total = kAlign;
+    for (int64_t n : sizes) total += ceil_div(n, kAlign) * kAlign;
+    if (static_cast<int64_t>(arena.size()) < total) arena.resize(static_cast<size_t>(total));
+    const auto misalign = reinterpret_cast<uintptr_t>(arena.data()) % (kAlign * sizeof(float)) / sizeof(float);
+    float* next = arena.data() + (misalign == 0 ? 0 : kAlign - static_cast<int64_t>(misalign));
+    for (size_t i = 0; i < N; ++i) {
+      buffers[i] = next;
+      next += ceil_div(sizes[i], kAlign) * kAlign;
+    }
   }
-  float* qt(int64_t hh) { return qt_.get() + hh * state_stride_; }
-  float* ot(int64_t hh) { return ot_.get() + hh * state_stride_; }
-  float* max_run(int64_t hh) { return max_run_.get() + hh * row_stride_; }
-  float* sum_run(int64_t hh) { return sum_run_.get() + hh * row_stride_; }
-  const float* k_tile(int64_t hh) const { return k_tile_.get() + hh * key_rows_ * ld_packed_; }
-  const float* v_tile(int64_t hh) const { return v_tile_.get() + hh * key_rows_ * ld_packed_; }
-  const float* kt_tile(int64_t hh) const { return kt_tile_.get() + hh * p_.head_dim * key_rows_; }
+  float* qt(int64_t hh) { return qt_ + hh * state_stride_; }
+  float* ot(int64_t hh) { return ot_ + hh * state_stride_; }
+  float* max_run(int64_t hh) { return max_run_ + hh * row_stride_; }
+  float* sum_run(int64_t hh) { return sum_run_ + hh * row_stride_; }
+  const float* k_tile(int64_t hh) const { return k_tile_ + hh * key_rows_ * ld_packed_; }
+  const float* v_tile(int64_t hh) const { return v_tile_ + hh * key_rows_ * ld_packed_; }
+  const float* kt_tile(int64_t hh) const { return kt_tile_ + hh * p_.head_dim * key_rows_; }
 
   // qt = scaled queries of kv head h_begin + hh, [d, row_pad] transposed or [rows, d] row-major;
   // resets its softmax state.
@@ -237,8 +260,8 @@ class TileWorker {
       for (int64_t hh = 0; hh < heads_; ++hh) {
         const int64_t src = c * ldkv + hh * d;
         const int64_t dst = hh * head_tile + c * ld_packed_;
-        if (keys) decode_row(k, src, d, k_tile_.get() + dst);
-        if (values) decode_row(v, src, d, v_tile_.get() + dst);
+        if (keys) decode_row(k, src, d, k_tile_ + dst);
+        if (values) decode_row(v, src, d, v_tile_ + dst);
       }
     }
   }
@@ -255,13 +278,13 @@ class TileWorker {
       const int64_t n = std::min<int64_t>(kWideLanes, bc - c0);
       for (int64_t c = 0; c < n; ++c) {
         for (int64_t hh = 0; hh < heads_; ++hh) {
-          decode_row(k, (c0 + c) * ldkv + hh * d, d, key_block_.get() + hh * head_block + c * d);
+          decode_row(k, (c0 + c) * ldkv + hh * d, d, key_block_ + hh * head_block + c * d);
         }
       }
       for (int64_t hh = 0; hh < heads_; ++hh) {
-        float* block = key_block_.get() + hh * head_block;
+        float* block = key_block_ + hh * head_block;
         std::fill(block + n * d, block + head_block, 0.f);
-        attention_blocks::transpose_keys(block, d, kWideLanes, d, kt_tile_.get() + hh * d * key_rows_ + c0, key_rows_);
+        attention_blocks::transpose_keys(block, d, kWideLanes, d, kt_tile_ + hh * d * key_rows_ + c0, key_rows_);
       }
     }
   }
@@ -282,7 +305,7 @@ class TileWorker {
     constexpr int64_t kStep = attention_blocks::kValueChunks * kWideLanes;
     const int64_t d = p_.head_dim;
     const int64_t lds = key_rows_;
-    float* st = st_.get();
+    float* st = st_;
     score_keys<R>(qt(hh) + r0 * d, kt_tile(hh), ceil_div(bc, kWideLanes), st, lds);
     mask_rows<R>(r0, j0, bc, lds, masked);
     if (p_.skip_softmax) {
@@ -329,7 +352,7 @@ class TileWorker {
     const int64_t bc_pad = ceil_div(bc, kLanes) * kLanes;
     const Vec lanes = simd::lane_index();
     for (int r = 0; r < R; ++r) {
-      float* s = st_.get() + r * lds;
+      float* s = st_ + r * lds;
       for (int64_t c = bc; c < bc_pad; ++c) s[c] = kNegInf;
       if (!masked) continue;
       const int64_t pos = row_pos_[r0 + r];
@@ -354,7 +377,7 @@ class TileWorker {
     const int64_t bc_pad = ceil_div(bc, kLanes) * kLanes;
     float tile_max[R];
     for (int r = 0; r < R; ++r) {
-      const float* s = st_.get() + r * lds;
+      const float* s = st_ + r * lds;
       Vec m = simd::splat(kNegInf);
       for (int64_t c = 0; c < bc_pad; c += kLanes) m = simd::max(m, simd::load(s + c));
       tile_max[r] = simd::reduce_max(m);
@@ -385,7 +408,7 @@ class TileWorker {
     float* max_run_rows = max_run(hh) + r0;
     float* sum_run_rows = sum_run(hh) + r0;
     for (int r = 0; r < R; ++r) {
-      float* s = st_.get() + r * lds;
+      float* s = st_ + r * lds;
       Vec tile_max = simd::splat(kNegInf);
       for (int64_t c = 0; c < bc_pad; c += kLanes) tile_max = simd::max(tile_max, simd::load(s + c));
       const float old_max = max_run_rows[r];
@@ -418,7 +441,7 @@ class TileWorker {
   void attend(int64_t hh, int64_t col, int64_t j0, int64_t bc, bool masked) {
     constexpr int64_t kLds = NV * kLanes;
     const int64_t d = p_.head_dim;
-    float* st = st_.get();
+    float* st = st_;
     const float* keys = k_tile(hh);
     const float* q_t = qt(hh) + col;
     for_each_block<NV>(bc, [&]<int MR>(int64_t c) {
@@ -445,7 +468,7 @@ class TileWorker {
   template <int NV>
   bool skip_block(int64_t hh, int64_t col, int64_t bc) {
     float tile_max[NV * kLanes];
-    const float* st = st_.get();
+    const float* st = st_;
     for (int r = 0; r < NV; ++r) {
       Vec m = simd::splat(kNegInf);
       for (int64_t c = 0; c < bc; ++c) m = simd::max(m, simd::load(st + (c * NV + r) * kLanes));
@@ -473,7 +496,7 @@ class TileWorker {
     }
     const Vec sink = simd::splat(
         static_cast<float>(std::clamp<int64_t>(mask.window.sink - j0, 0, bc)));
-    float* st = st_.get();
+    float* st = st_;
     for (int64_t c = 0; c < bc; ++c) {
       const Vec key = simd::splat(static_cast<float>(c));
       for (int r = 0; r < NV; ++r) {
@@ -488,7 +511,7 @@ class TileWorker {
   // running sum rescaled; alpha = 2^(old max - new max) is the factor for the output accumulator.
   template <int NV>
   void softmax_update(float* max_run, float* sum_run, int64_t bc, Vec* alpha) {
-    float* st = st_.get();
+    float* st = st_;
     for (int r = 0; r < NV; ++r) {
       const Vec old_max = simd::load(max_run + r * kLanes);
       Vec new_max = old_max;
@@ -547,16 +570,16 @@ class TileWorker {
   int64_t row_stride_ = 0;    // floats of max_run / sum_run per kv head
   int64_t ld_packed_ = 0;     // row stride of the packed key and value tiles
   int64_t key_rows_ = 0;      // rows of a packed tile: key_tile rounded up to whole wide vectors
-  std::unique_ptr<float[]> qt_;       // [heads, d, row_pad] queries * scale * log2(e), transposed
-  std::unique_ptr<float[]> ot_;       // [heads, d, row_pad] unnormalised outputs, transposed
-  std::unique_ptr<float[]> max_run_;  // [heads, row_pad] running max of base-2 scores
-  std::unique_ptr<float[]> sum_run_;  // [heads, row_pad] running sum of 2^(score - max)
-  std::unique_ptr<int64_t[]> row_pos_;  // [row_pad] causal_offset + query index of each row
-  std::unique_ptr<float[]> st_;       // [key_tile, NV * kLanes] scores, then probabilities
-  std::unique_ptr<float[]> k_tile_;   // [heads, key_tile, ld_packed] keys of the current tile
-  std::unique_ptr<float[]> v_tile_;   // [heads, key_tile, ld_packed] values of the current tile
-  std::unique_ptr<float[]> kt_tile_;  // row blocks: [heads, d, key_rows] keys of the current tile transposed
-  std::unique_ptr<float[]> key_block_;  // row blocks: [heads, kWideLanes, d] keys on their way to kt_tile_
+  float* qt_ = nullptr;       // [heads, d, row_pad] queries * scale * log2(e), transposed
+  float* ot_ = nullptr;       // [heads, d, row_pad] unnormalised outputs, transposed
+  float* max_run_ = nullptr;  // [heads, row_pad] running max of base-2 scores
+  float* sum_run_ = nullptr;  // [heads, row_pad] running sum of 2^(score - max)
+  int64_t* row_pos_ = nullptr;  // [row_pad] causal_offset + query index of each row
+  float* st_ = nullptr;       // [key_tile, NV * kLanes] scores, then probabilities
+  float* k_tile_ = nullptr;   // [heads, key_tile, ld_packed] keys of the current tile
+  float* v_tile_ = nullptr;   // [heads, key_tile, ld_packed] values of the current tile
+  float* kt_tile_ = nullptr;  // row blocks: [heads, d, key_rows] keys of the current tile transposed
+  float* key_block_ = nullptr;  // row blocks: [heads, kWideLanes, d] keys on their way to kt_tile_
 };
 
 // The tiling, plus what only the kernel needs: kv heads per task and the number of key splits.

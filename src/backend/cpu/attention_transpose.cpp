@@ -6,12 +6,14 @@
 #endif
 
 #include "attention_blocks.h"
+#include "kv_rows.h"
 
 namespace star::cpu::attention_blocks {
 namespace {
 
 #if defined(__AVX512F__)
 static_assert(kWideLanes == 16);
+using kv_rows::kAllLanes;  // the maskz forms, as kv_rows.h explains
 
 // dst row j (ldd apart) = column j of the 16 x 16 block at src (rows lds apart): pairs interleaved,
 // then quads, then 128-bit lanes twice.
@@ -19,26 +21,26 @@ void transpose_block(const float* src, int64_t lds, float* dst, int64_t ldd) {
   __m512 r[16], t[16];
   for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * lds);
   for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    t[i] = _mm512_maskz_unpacklo_ps(kAllLanes, r[i], r[i + 1]);
+    t[i + 1] = _mm512_maskz_unpackhi_ps(kAllLanes, r[i], r[i + 1]);
   }
   // r[4g + m], 128-bit lane L: column 4L + m of rows 4g .. 4g + 3.
   for (int g = 0; g < 16; g += 4) {
-    r[g] = _mm512_shuffle_ps(t[g], t[g + 2], _MM_SHUFFLE(1, 0, 1, 0));
-    r[g + 1] = _mm512_shuffle_ps(t[g], t[g + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    r[g + 2] = _mm512_shuffle_ps(t[g + 1], t[g + 3], _MM_SHUFFLE(1, 0, 1, 0));
-    r[g + 3] = _mm512_shuffle_ps(t[g + 1], t[g + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    r[g] = _mm512_maskz_shuffle_ps(kAllLanes, t[g], t[g + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[g + 1] = _mm512_maskz_shuffle_ps(kAllLanes, t[g], t[g + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[g + 2] = _mm512_maskz_shuffle_ps(kAllLanes, t[g + 1], t[g + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[g + 3] = _mm512_maskz_shuffle_ps(kAllLanes, t[g + 1], t[g + 3], _MM_SHUFFLE(3, 2, 3, 2));
   }
   // t[m] and t[m + 4] (m < 4): columns m, m + 8 and m + 4, m + 12 of rows 0-7; t[8 + ...] of rows 8-15.
   for (int h = 0; h < 16; h += 8) {
     for (int m = 0; m < 4; ++m) {
-      t[h + m] = _mm512_shuffle_f32x4(r[h + m], r[h + m + 4], 0x88);
-      t[h + m + 4] = _mm512_shuffle_f32x4(r[h + m], r[h + m + 4], 0xdd);
+      t[h + m] = _mm512_maskz_shuffle_f32x4(kAllLanes, r[h + m], r[h + m + 4], 0x88);
+      t[h + m + 4] = _mm512_maskz_shuffle_f32x4(kAllLanes, r[h + m], r[h + m + 4], 0xdd);
     }
   }
   for (int j = 0; j < 8; ++j) {
-    _mm512_storeu_ps(dst + j * ldd, _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88));
-    _mm512_storeu_ps(dst + (j + 8) * ldd, _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd));
+    _mm512_storeu_ps(dst + j * ldd, _mm512_maskz_shuffle_f32x4(kAllLanes, t[j], t[j + 8], 0x88));
+    _mm512_storeu_ps(dst + (j + 8) * ldd, _mm512_maskz_shuffle_f32x4(kAllLanes, t[j], t[j + 8], 0xdd));
   }
 }
 #else
