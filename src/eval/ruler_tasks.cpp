@@ -175,8 +175,10 @@ Draft variable_tracking(TaskRandom& rng) {
     d.placed.push_back(" VAR " + chain[i] + " = " + (i == 0 ? value : "VAR " + chain[i - 1]) + ".");
   }
   d.outputs = chain;
+  // RULER's wording, instruction first, as its cwe and fwe (below) have theirs.
+  d.preface = "Memorize and track the chain(s) of variable assignment hidden in the following text.\n\n";
   d.question = "\nQuestion: Find all variables that are assigned the value " + value + " in the text above.";
-  d.answer_prefix = " Answer: According to the chain of variable assignments in the text above, 5 variables are "
+  d.answer_prefix = " Answer: According to the chain(s) of variable assignment in the text above, 5 variables are "
                     "assigned the value " + value + ", they are:";
   d.filler = haystack_filler(Haystack::kNoise, {}, {}, rng);
   return d;

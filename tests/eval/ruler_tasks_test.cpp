@@ -125,6 +125,9 @@ TEST(RulerTasks, MultiValueAndMultiQueryExpectEveryAskedValue) {
 
 TEST(RulerTasks, VariableTrackingChainsEveryExpectedName) {
   for (const TaskSample& s : make("vt", 512, 4)) {
+    EXPECT_EQ(s.context.rfind("Memorize and track the chain(s) of variable assignment hidden in the following text.\n\n", 0),
+              0u)
+        << "RULER's instruction opens the context";
     std::smatch m;
     ASSERT_TRUE(std::regex_search(s.query, m, std::regex("assigned the value (\\d+) in")));
     // Follow the chain in the text from the value, independently of the generator.
