@@ -96,13 +96,16 @@ class TileWorker {
     row_major_ = p.segment_tokens * p.group <= kMaxDecodeRows && p.head_dim % kWideLanes == 0;
     key_rows_ = ceil_div(p.key_tile, kWideLanes) * kWideLanes;
     const int64_t tile_floats = p.heads_per_task * key_rows_ * ld_packed_;
+    // Keys go row by row into k_tile_ for the column blocks, on their side into kt_tile_ (by way of
+    // key_block_) for the row blocks.
     const int64_t sizes[] = {p.heads_per_task * state_stride_,
                              p.heads_per_task * state_stride_,
                              p.heads_per_task * max_pad,
                              p.heads_per_task * max_pad,
                              p.key_tile * kMaxRowVectors * kLanes,
                              tile_floats,
-                             row_major_ ? p.heads_per_task * p.head_dim * key_rows_ : tile_floats,
+                             row_major_ ? 0 : tile_floats,
+                             row_major_ ? p.heads_per_task * p.head_dim * key_rows_ : 0,
                              row_major_ ? p.heads_per_task * kWideLanes * p.head_dim : 0};
     float* buffers[std::size(sizes)];
     thread_scratch(sizes, buffers);
@@ -112,8 +115,9 @@ class TileWorker {
     sum_run_ = buffers[3];
     st_ = buffers[4];
     v_tile_ = buffers[5];
-    (row_major_ ? kt_tile_ : k_tile_) = buffers[6];
-    key_block_ = buffers[7];
+    k_tile_ = buffers[6];
+    kt_tile_ = buffers[7];
+    key_block_ = buffers[8];
     thread_local std::vector<int64_t> row_positions;
     if (static_cast<int64_t>(row_positions.size()) < max_pad) row_positions.resize(static_cast<size_t>(max_pad));
     row_pos_ = row_positions.data();
@@ -329,7 +333,8 @@ class TileWorker {
   // Scores st [R, lds] of R rows against `vectors` wide vectors of keys of the transposed tile kt.
   template <int R>
   void score_keys(const float* q, const float* kt, int64_t vectors, float* st, int64_t lds) {
-    constexpr int kMaxVectors = 4;  // R x 4 accumulators, 4 key vectors and a broadcast fit 32 registers
+    // R x kMaxVectors accumulators, kMaxVectors key vectors and a broadcast fit the registers.
+    constexpr int kMaxVectors = simd::kVectorRegisters == 32 ? 4 : 2;
     const int64_t d = p_.head_dim;
     int64_t v = 0;
     for (; v + kMaxVectors <= vectors; v += kMaxVectors) {

@@ -121,21 +121,18 @@ using WideVec = float __attribute__((vector_size(kWideLanes * sizeof(float))));
 // Vectors of head_dim a value_rows pass accumulates per row.
 inline constexpr int kValueChunks = simd::kVectorRegisters == 32 ? 4 : 2;
 
-// Rows a row block takes at once (several decoding queries sharing a key tile fill them): R x 4
-// accumulators, 4 key or value vectors and a broadcast fit the vector registers.
-inline constexpr int kRowBlockRows = simd::kVectorRegisters == 32 ? 6 : 2;
-static_assert(kRowBlockRows >= kMaxDecodeRows || simd::kVectorRegisters != 32);
+// Rows a row block takes at once (several decoding queries sharing a key tile fill them): with 32
+// registers, 6 x 4 accumulators, 4 key or value vectors and a broadcast. Never fewer than one
+// query's rows, which share a block (Skip Softmax votes by block).
+inline constexpr int kRowBlockRows = simd::kVectorRegisters == 32 ? 6 : kMaxDecodeRows;
+static_assert(kRowBlockRows >= kMaxDecodeRows);
 
-template <typename V>
-inline V load_as(const float* p) {
-  V v;
+inline WideVec load_wide(const float* p) {
+  WideVec v;
   std::memcpy(&v, p, sizeof(v));
   return v;
 }
-template <typename V>
-inline void store_as(float* p, V v) {
-  std::memcpy(p, &v, sizeof(v));
-}
+inline void store_wide(float* p, WideVec v) { std::memcpy(p, &v, sizeof(v)); }
 
 // Scores of R query rows against NK * kWideLanes keys, keys along the lanes:
 //   s[r, c] = sum_p q[r * d + p] * kt[p * ldk + c]      r < R, c < NK * kWideLanes, p < d
@@ -148,7 +145,7 @@ inline void score_keys(const float* q, int64_t d, const float* kt, int64_t ldk, 
   for (int64_t p = 0; p < d; ++p) {
     WideVec keys[NK];
 #pragma GCC unroll 4
-    for (int j = 0; j < NK; ++j) keys[j] = load_as<WideVec>(kt + p * ldk + j * kWideLanes);
+    for (int j = 0; j < NK; ++j) keys[j] = load_wide(kt + p * ldk + j * kWideLanes);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const WideVec query = q[r * d + p] - WideVec{};
@@ -157,7 +154,7 @@ inline void score_keys(const float* q, int64_t d, const float* kt, int64_t ldk, 
     }
   }
   for (int r = 0; r < R; ++r) {
-    for (int j = 0; j < NK; ++j) store_as(s + r * lds + j * kWideLanes, acc[r][j]);
+    for (int j = 0; j < NK; ++j) store_wide(s + r * lds + j * kWideLanes, acc[r][j]);
   }
 }
 
@@ -165,31 +162,30 @@ inline void score_keys(const float* q, int64_t d, const float* kt, int64_t ldk, 
 // tile [n, d] turned into the [d, n] that score_keys reads, kWideLanes x kWideLanes at a time.
 void transpose_keys(const float* k, int64_t ldk, int64_t n, int64_t d, float* kt, int64_t ldt);
 
-// Rescaled accumulation of NC vectors V of output per row over bc keys:
-//   o[r, i] = alpha[r] * o[r, i] + sum_c p[r * ldp + c] * v[c * ldv + i]      r < R, i < NC * lanes of V
-// p [R, bc] probabilities (row stride ldp), v [bc, NC * lanes] a column slice of the values (row
-// stride ldv), o [R, NC * lanes] (row stride ldo).
-template <int R, int NC, typename V = WideVec>
+// Rescaled accumulation of NC wide vectors of output per row over bc keys:
+//   o[r, i] = alpha[r] * o[r, i] + sum_c p[r * ldp + c] * v[c * ldv + i]      r < R, i < NC * kWideLanes
+// p [R, bc] probabilities (row stride ldp), v [bc, NC * kWideLanes] a column slice of the values
+// (row stride ldv), o [R, NC * kWideLanes] (row stride ldo).
+template <int R, int NC>
 inline void value_rows(const float* p, int64_t ldp, const float* v, int64_t ldv, int64_t bc,
                        const float* alpha, float* o, int64_t ldo) {
-  constexpr int64_t kVecLanes = sizeof(V) / sizeof(float);
-  V acc[R][NC];
+  WideVec acc[R][NC];
   for (int r = 0; r < R; ++r) {
-    for (int j = 0; j < NC; ++j) acc[r][j] = load_as<V>(o + r * ldo + j * kVecLanes) * alpha[r];
+    for (int j = 0; j < NC; ++j) acc[r][j] = load_wide(o + r * ldo + j * kWideLanes) * alpha[r];
   }
   for (int64_t c = 0; c < bc; ++c) {
-    V values[NC];
+    WideVec values[NC];
 #pragma GCC unroll 4
-    for (int j = 0; j < NC; ++j) values[j] = load_as<V>(v + c * ldv + j * kVecLanes);
+    for (int j = 0; j < NC; ++j) values[j] = load_wide(v + c * ldv + j * kWideLanes);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const V prob = p[r * ldp + c] - V{};
+      const WideVec prob = p[r * ldp + c] - WideVec{};
 #pragma GCC unroll 4
       for (int j = 0; j < NC; ++j) acc[r][j] += prob * values[j];
     }
   }
   for (int r = 0; r < R; ++r) {
-    for (int j = 0; j < NC; ++j) store_as(o + r * ldo + j * kVecLanes, acc[r][j]);
+    for (int j = 0; j < NC; ++j) store_wide(o + r * ldo + j * kWideLanes, acc[r][j]);
   }
 }
 
