@@ -205,10 +205,11 @@ Result<std::vector<float>> CpuEngineModel::forward(std::span<const int32_t> toke
 
 Result<std::vector<float>> CpuEngineModel::forward_rows(std::span<const int32_t> tokens,
                                                         std::span<const int32_t> positions, EngineAttention& attention,
-                                                        std::span<const int64_t> logit_rows, VocabSlice vocab) {
+                                                        std::span<const int64_t> logit_rows, VocabSlice vocab,
+                                                        const RowSharing* sharing) {
   CpuAttention* cpu = cpu_attention(attention);
   if (cpu == nullptr) return foreign("forward_rows: an attention");
-  return model_.forward_rows(tokens, positions, cpu->layer(), logit_rows, vocab);
+  return model_.forward_rows(tokens, positions, cpu->layer(), logit_rows, vocab, sharing);
 }
 
 Result<std::unique_ptr<BatchedQueryAttention>> CpuEngineModel::batched_query(Communicator& comm,

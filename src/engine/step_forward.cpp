@@ -89,7 +89,19 @@ Result<StepForward> run_step_forward(EngineModel& model, Communicator& comm, con
   }
   const int64_t vocab = model.config().vocab_size;
   const VocabSlice slice = vocab_slice_of_rank(vocab, comm.rank(), comm.size());
-  Result<std::vector<float>> logits = model.forward_rows(tokens, positions, *attention, logit_rows, slice);
+  // Two or more sequences: each one's layers run on one rank (row_sharing.h). One alone keeps
+  // every rank computing it, which spares it the extra all-gather a layer.
+  RowSharing sharing;
+  const bool share = comm.size() > 1 && decoding.size() > 1 && model.shares_rows();
+  if (share) {
+    std::vector<int64_t> group_rows;
+    for (const StepSequence* s : decoding) group_rows.push_back(static_cast<int64_t>(s->pending.size()));
+    sharing = {.comm = &comm,
+               .first_shared = chunk ? static_cast<int64_t>(chunk->tokens.size()) : 0,
+               .owner = balanced_row_owners(group_rows, comm.size())};
+  }
+  Result<std::vector<float>> logits =
+      model.forward_rows(tokens, positions, *attention, logit_rows, slice, share ? &sharing : nullptr);
   if (!logits.ok()) return logits.status();
   if (comm.size() == 1) {
     out.logits = std::move(*logits);

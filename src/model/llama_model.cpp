@@ -9,6 +9,7 @@
 #include "star/backend/cpu/rms_norm.h"
 #include "star/backend/cpu/swiglu.h"
 #include "star/model/mapped_file.h"
+#include "star/model/row_sharing.h"
 
 namespace star {
 namespace {
@@ -78,38 +79,82 @@ Status validate_logit_rows(std::span<const int64_t> logit_rows, int64_t tokens) 
 }
 
 Result<std::vector<float>> LlamaModel::hidden(std::span<const int32_t> tokens, std::span<const int32_t> positions,
-                                              LayerAttention& attention) const {
+                                              LayerAttention& attention, const RowSharing* sharing) const {
   const LlamaConfig& c = config_;
   const int64_t n = static_cast<int64_t>(tokens.size());
+  // The rows computed here: all of them, or with sharing this rank's own and the shared ones it owns.
+  std::vector<int64_t> here;
+  if (sharing != nullptr) {
+    Result<std::vector<int64_t>> rows = rows_computed_here(*sharing, n);
+    if (!rows.ok()) return rows.status();
+    here = std::move(*rows);
+  }
+  const int64_t m = sharing != nullptr ? static_cast<int64_t>(here.size()) : n;
+  std::vector<int32_t> here_tokens, here_positions;
+  if (sharing != nullptr) {
+    for (int64_t r : here) {
+      here_tokens.push_back(tokens[static_cast<size_t>(r)]);
+      here_positions.push_back(positions[static_cast<size_t>(r)]);
+    }
+    tokens = here_tokens;
+    positions = here_positions;
+  }
   if (Status s = attention.begin(n); !s.ok()) return s;
 
   const int64_t dim = c.dim, qd = c.q_dim(), kvd = c.kv_dim(), hid = c.hidden_dim;
   // The FFN's two hidden-width buffers are the forward's largest: a long prompt's FFN runs in
   // chunks of equal size up to kFfnChunkRows rows, each large enough to multiply at full speed.
-  const int64_t ffn_chunks = std::max<int64_t>(1, (n + kFfnChunkRows - 1) / kFfnChunkRows);  // n may be 0
-  const int64_t ffn_rows = (n + ffn_chunks - 1) / ffn_chunks;
-  std::vector<float> x(n * dim), h(n * dim), q(n * qd), k(n * kvd), v(n * kvd), att(n * qd);
+  const int64_t ffn_chunks = std::max<int64_t>(1, (m + kFfnChunkRows - 1) / kFfnChunkRows);  // m may be 0
+  const int64_t ffn_rows = (m + ffn_chunks - 1) / ffn_chunks;
+  std::vector<float> x(m * dim), h(m * dim), q(m * qd), k(m * kvd), v(m * kvd), att(m * qd);
   std::vector<float> gate(ffn_rows * hid), up(ffn_rows * hid);
+  // With sharing, the attention sees every row: these hold all n rows' q, k, v and output.
+  std::vector<float> all_q, all_k, all_v, all_att;
+  if (sharing != nullptr) {
+    all_q.resize(n * qd);
+    all_k.resize(n * kvd);
+    all_v.resize(n * kvd);
+    all_att.resize(n * qd);
+  }
+  const std::array<SharedColumns, 3> qkv = {{{all_q.data(), qd}, {all_k.data(), kvd}, {all_v.data(), kvd}}};
 
-  cpu::embedding_lookup(weights_.embed, tokens.data(), n, x.data());
+  cpu::embedding_lookup(weights_.embed, tokens.data(), m, x.data());
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const LlamaLayerWeights& w = weights_.layers[l];
-    cpu::rms_norm(x.data(), n, dim, w.attn_norm.f32(), static_cast<float>(c.rms_norm_eps), h.data());
-    cpu::matmul_shared_input(h.data(), n, {{&w.wq, q.data()}, {&w.wk, k.data()}, {&w.wv, v.data()}});
-    cpu::apply_rope(q.data(), n, c.n_heads, c.head_dim, positions.data(), rope_, c.rope_layout);
-    cpu::apply_rope(k.data(), n, c.n_kv_heads, c.head_dim, positions.data(), rope_, c.rope_layout);
-    if (Status s = attention.attend(l, q.data(), k.data(), v.data(), n, att.data()); !s.ok()) return s;
-    cpu::matmul(att.data(), n, w.wo, x.data(), /*accumulate=*/true);
+    cpu::rms_norm(x.data(), m, dim, w.attn_norm.f32(), static_cast<float>(c.rms_norm_eps), h.data());
+    cpu::matmul_shared_input(h.data(), m, {{&w.wq, q.data()}, {&w.wk, k.data()}, {&w.wv, v.data()}});
+    cpu::apply_rope(q.data(), m, c.n_heads, c.head_dim, positions.data(), rope_, c.rope_layout);
+    cpu::apply_rope(k.data(), m, c.n_kv_heads, c.head_dim, positions.data(), rope_, c.rope_layout);
+    if (sharing == nullptr) {
+      if (Status s = attention.attend(l, q.data(), k.data(), v.data(), n, att.data()); !s.ok()) return s;
+    } else {
+      for (int64_t i = 0; i < m; ++i) {
+        std::copy_n(q.data() + i * qd, qd, all_q.data() + here[i] * qd);
+        std::copy_n(k.data() + i * kvd, kvd, all_k.data() + here[i] * kvd);
+        std::copy_n(v.data() + i * kvd, kvd, all_v.data() + here[i] * kvd);
+      }
+      if (Status s = share_rows(*sharing, qkv); !s.ok()) return s;
+      if (Status s = attention.attend(l, all_q.data(), all_k.data(), all_v.data(), n, all_att.data()); !s.ok()) {
+        return s;
+      }
+      for (int64_t i = 0; i < m; ++i) std::copy_n(all_att.data() + here[i] * qd, qd, att.data() + i * qd);
+    }
+    cpu::matmul(att.data(), m, w.wo, x.data(), /*accumulate=*/true);
 
-    cpu::rms_norm(x.data(), n, dim, w.ffn_norm.f32(), static_cast<float>(c.rms_norm_eps), h.data());
-    for (int64_t first = 0; first < n; first += ffn_rows) {
-      const int64_t rows = std::min(ffn_rows, n - first);
+    cpu::rms_norm(x.data(), m, dim, w.ffn_norm.f32(), static_cast<float>(c.rms_norm_eps), h.data());
+    for (int64_t first = 0; first < m; first += ffn_rows) {
+      const int64_t rows = std::min(ffn_rows, m - first);
       cpu::matmul_shared_input(h.data() + first * dim, rows, {{&w.w_gate, gate.data()}, {&w.w_up, up.data()}});
       cpu::swiglu(gate.data(), up.data(), rows * hid, gate.data());
       cpu::matmul(gate.data(), rows, w.w_down, x.data() + first * dim, /*accumulate=*/true);
     }
   }
-  return x;
+  if (sharing == nullptr) return x;
+  std::vector<float> all_x(n * dim);
+  for (int64_t i = 0; i < m; ++i) std::copy_n(x.data() + i * dim, dim, all_x.data() + here[i] * dim);
+  const SharedColumns hidden_rows{all_x.data(), dim};
+  if (Status s = share_rows(*sharing, {&hidden_rows, 1}); !s.ok()) return s;
+  return all_x;
 }
 
 std::vector<float> LlamaModel::logits_of(const float* rows, int64_t count, VocabSlice vocab) const {
@@ -127,7 +172,7 @@ Result<std::vector<float>> LlamaModel::forward(std::span<const int32_t> tokens,
                                                std::span<const int32_t> positions,
                                                LayerAttention& attention, int64_t logit_rows) const {
   if (Status s = validate_forward_inputs(config_, tokens, positions, logit_rows); !s.ok()) return s;
-  Result<std::vector<float>> x = hidden(tokens, positions, attention);
+  Result<std::vector<float>> x = hidden(tokens, positions, attention, nullptr);
   if (!x.ok()) return x.status();
   const int64_t n = static_cast<int64_t>(tokens.size());
   return logits_of(x->data() + (n - logit_rows) * config_.dim, logit_rows, {0, config_.vocab_size});
@@ -135,13 +180,14 @@ Result<std::vector<float>> LlamaModel::forward(std::span<const int32_t> tokens,
 
 Result<std::vector<float>> LlamaModel::forward_rows(std::span<const int32_t> tokens,
                                                     std::span<const int32_t> positions, LayerAttention& attention,
-                                                    std::span<const int64_t> logit_rows, VocabSlice vocab) const {
+                                                    std::span<const int64_t> logit_rows, VocabSlice vocab,
+                                                    const RowSharing* sharing) const {
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (Status s = validate_forward_inputs(config_, tokens, positions, 0); !s.ok()) return s;
   if (Status s = validate_logit_rows(logit_rows, n); !s.ok()) return s;
   Result<VocabSlice> columns = checked_vocab_slice(vocab, config_.vocab_size);
   if (!columns.ok()) return columns.status();
-  Result<std::vector<float>> x = hidden(tokens, positions, attention);
+  Result<std::vector<float>> x = hidden(tokens, positions, attention, sharing);
   if (!x.ok()) return x.status();
   const int64_t dim = config_.dim;
   std::vector<float> gathered(logit_rows.size() * dim);

@@ -255,10 +255,14 @@ TEST_F(BatchedQuery, ForwardRowsAreTheRowsOfTheFullForward) {
   auto picked = engine().forward_rows(tokens, positions, *rows_attention, rows);
   ASSERT_TRUE(full.ok() && picked.ok());
   ASSERT_EQ(picked->size(), rows.size() * vocab());
+  // Within float rounding: this model's F32 output projection runs on BLAS, whose rounding may
+  // depend on the row count (9 here, 4 there; it does with OpenBLAS on AVX2 without AVX-512).
   for (size_t i = 0; i < rows.size(); ++i) {
-    EXPECT_TRUE(std::equal(picked->begin() + i * vocab(), picked->begin() + (i + 1) * vocab(),
-                           full->begin() + rows[i] * vocab()))
-        << "row " << rows[i];
+    for (int64_t j = 0; j < vocab(); ++j) {
+      const float want = (*full)[rows[i] * vocab() + j];
+      ASSERT_NEAR((*picked)[i * vocab() + j], want, 1e-5f * std::max(1.f, std::abs(want)))
+          << "row " << rows[i] << " column " << j;
+    }
   }
 
   for (const std::vector<int64_t>& bad : {std::vector<int64_t>{3, 3}, {4, 2}, {9}, {-1}}) {

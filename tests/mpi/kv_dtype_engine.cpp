@@ -90,7 +90,9 @@ TEST_F(KvDTypeEngine, RingEqualsDenseInEveryType) {
     InferenceOutcome dense = run(dtype, request(151, 5, "dense"));
     InferenceOutcome ring = run(dtype, request(151, 5, "ring"));
     if (comm_.rank() != 0) continue;
-    EXPECT_LT(max_abs_diff(dense.generation.query_logits, ring.generation.query_logits), 1e-4f);
+    // The two sum in different orders: measured up to 1.05e-4 (Q8_0, 4 ranks, AVX2's 8-float
+    // vectors), where AVX-512 stayed below 1e-4.
+    EXPECT_LT(max_abs_diff(dense.generation.query_logits, ring.generation.query_logits), 3e-4f);
     EXPECT_EQ(dense.generation.tokens, ring.generation.tokens);
   }
 }

@@ -13,17 +13,18 @@ namespace star::testing {
 
 class SharedModelDir {
  public:
-  // args: star-mkmodel arguments after --out, e.g. "--preset tiny --seed 3".
-  explicit SharedModelDir(const std::string& args) {
+  // args: star-mkmodel arguments after --out, e.g. "--preset tiny --seed 3". `file`: a name inside
+  // the directory for the model (a GGUF file, "--format gguf"); path() is then that file.
+  explicit SharedModelDir(const std::string& args, const std::string& file = "") {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     char path[4096] = {};
     if (rank == 0) {
       owned_ = std::make_unique<TempDir>();
-      const std::string cmd = std::string(STAR_MKMODEL_PATH) + " --out " + owned_->path().string() + " " + args +
-                              " >/dev/null";
+      const std::filesystem::path out = file.empty() ? owned_->path() : owned_->path() / file;
+      const std::string cmd = std::string(STAR_MKMODEL_PATH) + " --out " + out.string() + " " + args + " >/dev/null";
       ok_ = std::system(cmd.c_str()) == 0;
-      std::snprintf(path, sizeof(path), "%s", ok_ ? owned_->path().c_str() : "");
+      std::snprintf(path, sizeof(path), "%s", ok_ ? out.c_str() : "");
     }
     MPI_Bcast(path, sizeof(path), MPI_CHAR, 0, MPI_COMM_WORLD);
     path_ = path;

@@ -75,7 +75,8 @@ class CpuEngineModel final : public EngineModel {
                                      EngineAttention& attention, int64_t logit_rows) override;
   Result<std::vector<float>> forward_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                           EngineAttention& attention, std::span<const int64_t> logit_rows,
-                                          VocabSlice vocab = {}) override;
+                                          VocabSlice vocab = {}, const RowSharing* sharing = nullptr) override;
+  bool shares_rows() const override { return true; }
 
  private:
   const LlamaModel& model_;

@@ -24,6 +24,7 @@
 #include "star/dist/communicator.h"
 #include "star/model/kv_dtype.h"
 #include "star/model/llama_config.h"
+#include "star/model/row_sharing.h"
 #include "star/model/vocab_slice.h"
 
 namespace star {
@@ -138,10 +139,13 @@ class EngineModel {
   virtual Result<std::vector<float>> forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                              EngineAttention& attention, int64_t logit_rows) = 0;
   // The same forward with the logits of rows `logit_rows` (ascending, each in [0, tokens)) only, and
-  // of the vocabulary entries `vocab` only: [logit_rows.size(), vocab.count], on the host.
+  // of the vocabulary entries `vocab` only: [logit_rows.size(), vocab.count], on the host. With
+  // `sharing` (only where shares_rows()), the ranks split the shared rows' layers between them.
   virtual Result<std::vector<float>> forward_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                                   EngineAttention& attention, std::span<const int64_t> logit_rows,
-                                                  VocabSlice vocab = {}) = 0;
+                                                  VocabSlice vocab = {}, const RowSharing* sharing = nullptr) = 0;
+  // Whether forward_rows takes a RowSharing.
+  virtual bool shares_rows() const { return false; }
 
   // Waits for the work enqueued so far (a no-op where forward is synchronous), so timings hold.
   virtual Status synchronize() { return ok_status(); }

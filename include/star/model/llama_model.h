@@ -17,6 +17,7 @@
 #include "star/model/layer_attention.h"
 #include "star/model/llama_config.h"
 #include "star/model/llama_weights.h"
+#include "star/model/row_sharing.h"
 #include "star/model/vocab_slice.h"
 
 namespace star {
@@ -48,15 +49,18 @@ class LlamaModel {
   // The same pass with the logits of rows `logit_rows` (ascending, each in [0, tokens)) only, and
   // only columns `vocab`: [logit_rows.size(), vocab.count]; the decode rows of many sequences in
   // one fused forward. Where the output projection runs row dots (few rows), each logit is the
-  // same whatever the slice; on sgemm, within float rounding.
+  // same whatever the slice; on sgemm, within float rounding. With `sharing` (every rank of its
+  // group calls this together), each shared row's layers run on its owner only (row_sharing.h),
+  // with the same result.
   Result<std::vector<float>> forward_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                           LayerAttention& attention, std::span<const int64_t> logit_rows,
-                                          VocabSlice vocab = {}) const;
+                                          VocabSlice vocab = {}, const RowSharing* sharing = nullptr) const;
 
  private:
-  // Every layer over the tokens: the residual stream x [n, dim] before the final norm.
+  // Every layer over the tokens: the residual stream x [n, dim] before the final norm (with
+  // `sharing`, every row's: the shared rows' from their owners).
   Result<std::vector<float>> hidden(std::span<const int32_t> tokens, std::span<const int32_t> positions,
-                                    LayerAttention& attention) const;
+                                    LayerAttention& attention, const RowSharing* sharing) const;
   // rms_norm(rows [count, dim])·lm_headᵀ, columns `vocab` (whole: count >= 0).
   std::vector<float> logits_of(const float* rows, int64_t count, VocabSlice vocab) const;
 

@@ -1,0 +1,52 @@
+// RowSharing: the decode rows of a batched Phase 2 step spread over the ranks for the dense part of
+// the forward. Every rank attends every sequence's query to its own KV shard, so every rank needs
+// every row's q, k and v in every layer; but the norms, the products and the MLP of a row need to
+// run on one rank only. Without sharing, each rank ran them for every row: at 16 sequences on two
+// ranks, both ranks multiplied the same 16 rows by every weight. With it, each row's dense part runs
+// on the rank that owns it, one all-gather per layer hands every rank the rows' q, k, v, and one at
+// the end the rows' final hidden states (for the logits, which the ranks share by vocabulary slice).
+//
+// A row's arithmetic does not change: its products, norms and attention see the same inputs on
+// whichever rank computes them, and the kernels give a row the same bits whatever rows sit beside
+// it, so a forward with sharing equals the one without bit for bit.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "star/common/status.h"
+#include "star/dist/communicator.h"
+
+namespace star {
+
+struct RowSharing {
+  Communicator* comm = nullptr;
+  // Rows [0, first_shared) are this rank's alone (a Phase 1 chunk, different on every rank); rows
+  // from first_shared on are the same on every rank, and shared row i (row first_shared + i) is
+  // computed by rank owner[i].
+  int64_t first_shared = 0;
+  std::vector<int32_t> owner;
+};
+
+// Owners for shared rows that come in groups (a sequence's rows stay together: its first step
+// carries its whole query): each group goes to the rank that owns the fewest rows so far, the lowest
+// such rank on a tie, so the ranks compute about equal numbers of rows.
+std::vector<int32_t> balanced_row_owners(std::span<const int64_t> group_rows, int ranks);
+
+// The rows of an n-row forward this rank computes, ascending: [0, first_shared) and the shared rows
+// it owns. INVALID_ARGUMENT when the sharing does not fit n rows or names a rank outside the group.
+Result<std::vector<int64_t>> rows_computed_here(const RowSharing& sharing, int64_t n);
+
+// One piece of every row to exchange: data [n, width].
+struct SharedColumns {
+  float* data;
+  int64_t width;
+};
+
+// Afterwards every shared row of every piece holds what its owner wrote there (the other ranks'
+// values of that row are overwritten; this rank's own rows and the rows before first_shared are
+// left as they are). One all-gather, of every piece at once; every rank of the group must call it.
+Status share_rows(const RowSharing& sharing, std::span<const SharedColumns> pieces);
+
+}  // namespace star

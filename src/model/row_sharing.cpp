@@ -1,0 +1,77 @@
+#include "star/model/row_sharing.h"
+
+#include <algorithm>
+#include <string>
+
+namespace star {
+
+std::vector<int32_t> balanced_row_owners(std::span<const int64_t> group_rows, int ranks) {
+  std::vector<int64_t> load(static_cast<size_t>(std::max(ranks, 1)), 0);
+  std::vector<int32_t> owner;
+  for (int64_t rows : group_rows) {
+    const auto least = static_cast<int32_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    load[static_cast<size_t>(least)] += rows;
+    owner.insert(owner.end(), static_cast<size_t>(rows), least);
+  }
+  return owner;
+}
+
+Result<std::vector<int64_t>> rows_computed_here(const RowSharing& sharing, int64_t n) {
+  if (sharing.comm == nullptr) return invalid_argument("row sharing: no communicator");
+  const auto shared = static_cast<int64_t>(sharing.owner.size());
+  if (sharing.first_shared < 0 || sharing.first_shared + shared != n) {
+    return invalid_argument("row sharing: " + std::to_string(sharing.first_shared) + " rows of this rank and " +
+                            std::to_string(shared) + " shared rows do not make the forward's " + std::to_string(n));
+  }
+  std::vector<int64_t> rows;
+  for (int64_t r = 0; r < sharing.first_shared; ++r) rows.push_back(r);
+  for (int64_t i = 0; i < shared; ++i) {
+    const int32_t owner = sharing.owner[static_cast<size_t>(i)];
+    if (owner < 0 || owner >= sharing.comm->size()) {
+      return invalid_argument("row sharing: shared row " + std::to_string(i) + " has owner rank " +
+                              std::to_string(owner) + " outside [0, " + std::to_string(sharing.comm->size()) + ")");
+    }
+    if (owner == sharing.comm->rank()) rows.push_back(sharing.first_shared + i);
+  }
+  return rows;
+}
+
+Status share_rows(const RowSharing& sharing, std::span<const SharedColumns> pieces) {
+  Communicator& comm = *sharing.comm;
+  const int ranks = comm.size();
+  int64_t width = 0;
+  for (const SharedColumns& piece : pieces) width += piece.width;
+  // Each rank sends its rows in ascending order, padded to the most any rank owns.
+  std::vector<int64_t> owned(static_cast<size_t>(ranks), 0);
+  for (int32_t owner : sharing.owner) ++owned[static_cast<size_t>(owner)];
+  const int64_t most = *std::max_element(owned.begin(), owned.end());
+  if (most == 0 || width == 0) return ok_status();
+  std::vector<float> send(static_cast<size_t>(most * width)), recv(send.size() * static_cast<size_t>(ranks));
+  auto copy_row = [&](int64_t row, float* packed, bool out) {
+    for (const SharedColumns& piece : pieces) {
+      float* at = piece.data + row * piece.width;
+      if (out) {
+        std::copy_n(at, piece.width, packed);
+      } else {
+        std::copy_n(packed, piece.width, at);
+      }
+      packed += piece.width;
+    }
+  };
+  int64_t slot = 0;
+  for (size_t i = 0; i < sharing.owner.size(); ++i) {
+    if (sharing.owner[i] != comm.rank()) continue;
+    copy_row(sharing.first_shared + static_cast<int64_t>(i), send.data() + slot++ * width, /*out=*/true);
+  }
+  if (Status s = comm.all_gather(send, recv); !s.ok()) return s;
+  std::vector<int64_t> next(static_cast<size_t>(ranks), 0);
+  for (size_t i = 0; i < sharing.owner.size(); ++i) {
+    const int32_t owner = sharing.owner[i];
+    const int64_t j = next[static_cast<size_t>(owner)]++;
+    if (owner == comm.rank()) continue;
+    copy_row(sharing.first_shared + static_cast<int64_t>(i), recv.data() + (owner * most + j) * width, /*out=*/false);
+  }
+  return ok_status();
+}
+
+}  // namespace star

@@ -1,0 +1,47 @@
+// Which rank computes which shared rows (row_sharing.h); the exchange itself across ranks is
+// tests/mpi/row_sharing.cpp.
+#include "star/model/row_sharing.h"
+
+#include <gtest/gtest.h>
+
+#include "star/dist/self_communicator.h"
+
+namespace star {
+namespace {
+
+TEST(RowSharing, GroupsGoWholeToTheLeastLoadedRank) {
+  // Loads after each group: [3,0] [3,1] [3,2] [3,6] [5,6].
+  EXPECT_EQ(balanced_row_owners(std::vector<int64_t>{3, 1, 1, 4, 2}, 2),
+            (std::vector<int32_t>{0, 0, 0, 1, 1, 1, 1, 1, 1, 0, 0}));
+  EXPECT_EQ(balanced_row_owners(std::vector<int64_t>{1, 1, 1, 1, 1}, 3), (std::vector<int32_t>{0, 1, 2, 0, 1}));
+  EXPECT_EQ(balanced_row_owners(std::vector<int64_t>{2, 0, 1}, 1), (std::vector<int32_t>{0, 0, 0}));
+  EXPECT_TRUE(balanced_row_owners({}, 2).empty());
+}
+
+TEST(RowSharing, RowsComputedHereAreTheOwnOnesAndTheOwnedShared) {
+  SelfCommunicator self;
+  const RowSharing sharing{.comm = &self, .first_shared = 2, .owner = {0, 0, 0}};
+  auto rows = rows_computed_here(sharing, 5);
+  ASSERT_TRUE(rows.ok()) << rows.status().to_string();
+  EXPECT_EQ(*rows, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(rows_computed_here(sharing, 6).status().code(), StatusCode::kInvalidArgument);
+  const RowSharing stranger{.comm = &self, .first_shared = 0, .owner = {1}};
+  const Status refused = rows_computed_here(stranger, 1).status();
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("shared row 0 has owner rank 1 outside [0, 1)"), std::string::npos)
+      << refused.to_string();
+}
+
+TEST(RowSharing, OneRankKeepsItsRows) {
+  SelfCommunicator self;
+  const RowSharing sharing{.comm = &self, .first_shared = 1, .owner = {0, 0}};
+  std::vector<float> a{1, 2, 3, 4, 5, 6}, b{7, 8, 9};
+  const std::vector<float> a_before = a, b_before = b;
+  const SharedColumns pieces[] = {{a.data(), 2}, {b.data(), 1}};
+  ASSERT_TRUE(share_rows(sharing, pieces).ok());
+  EXPECT_EQ(a, a_before);
+  EXPECT_EQ(b, b_before);
+}
+
+}  // namespace
+}  // namespace star
