@@ -190,7 +190,7 @@ def main():
               ", ".join("–" if p is None else f"{1e3 * p[0]:.0f}/{1e3 * p[1]:.0f}" for p in sample["phase1_gap_profile"]))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"model": model, "settings": vars(args), "load_average": serving.load_average(),
+            json.dump({"model": model, "settings": serving.recorded_settings(args), "load_average": serving.load_average(),
                        "medians": result, "samples": samples}, f, indent=1)
     if args.png:
         write_png(args.png, args, *last)

@@ -150,7 +150,7 @@ def main():
         with open(args.json, "w") as f:
             # llama.cpp is recorded by its commit: its build directory is this machine's, outside
             # the repository, where a committed result may not point.
-            settings = {k: v for k, v in vars(args).items() if k != "llama_cpp_dir"}
+            settings = serving.recorded_settings(args, leave_out=("llama_cpp_dir",))
             json.dump({"llama_cpp_commit": commit, "model": model, "settings": settings, "load_average": serving.load_average(),
                        "metric": "tokens after each stream's first / (last stream's last token - first stream's first token)",
                        "samples": samples}, f, indent=1)

@@ -158,6 +158,18 @@ def median(values):
     return statistics.median(values)
 
 
+def recorded_settings(args, leave_out=()):
+    """The arguments as a benchmark's JSON records them: a folder inside the repository by its path
+    from the repository's root (the default build folder is "build"), so that no committed result
+    names a path of the machine it ran on."""
+    settings = {k: v for k, v in vars(args).items() if k not in leave_out}
+    for key in ("build_dir", "json", "png"):
+        value = settings.get(key)
+        if value and os.path.isabs(value) and os.path.realpath(value).startswith(os.path.realpath(REPO) + os.sep):
+            settings[key] = os.path.relpath(os.path.realpath(value), os.path.realpath(REPO))
+    return settings
+
+
 def load_average():
     with open("/proc/loadavg") as f:
         return " ".join(f.read().split()[:3])
