@@ -46,7 +46,11 @@ Status share_rows(const RowSharing& sharing, std::span<const SharedColumns> piec
   for (int32_t owner : sharing.owner) ++owned[static_cast<size_t>(owner)];
   const int64_t most = *std::max_element(owned.begin(), owned.end());
   if (most == 0 || width == 0) return ok_status();
-  std::vector<float> send(static_cast<size_t>(most * width)), recv(send.size() * static_cast<size_t>(ranks));
+  // Called every layer of every step: buffers kept with the thread (at 32 rows recv is past malloc's
+  // mapping threshold, and a fresh mapping comes back as fresh pages each time).
+  thread_local std::vector<float> send, recv;
+  send.resize(static_cast<size_t>(most * width));
+  recv.resize(send.size() * static_cast<size_t>(ranks));
   auto copy_row = [&](int64_t row, float* packed, bool out) {
     for (const SharedColumns& piece : pieces) {
       float* at = piece.data + row * piece.width;

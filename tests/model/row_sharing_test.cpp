@@ -32,16 +32,5 @@ TEST(RowSharing, RowsComputedHereAreTheOwnOnesAndTheOwnedShared) {
       << refused.to_string();
 }
 
-TEST(RowSharing, OneRankKeepsItsRows) {
-  SelfCommunicator self;
-  const RowSharing sharing{.comm = &self, .first_shared = 1, .owner = {0, 0}};
-  std::vector<float> a{1, 2, 3, 4, 5, 6}, b{7, 8, 9};
-  const std::vector<float> a_before = a, b_before = b;
-  const SharedColumns pieces[] = {{a.data(), 2}, {b.data(), 1}};
-  ASSERT_TRUE(share_rows(sharing, pieces).ok());
-  EXPECT_EQ(a, a_before);
-  EXPECT_EQ(b, b_before);
-}
-
 }  // namespace
 }  // namespace star

@@ -7,8 +7,10 @@
 // the end the rows' final hidden states (for the logits, which the ranks share by vocabulary slice).
 //
 // A row's arithmetic does not change: its products, norms and attention see the same inputs on
-// whichever rank computes them, and the kernels give a row the same bits whatever rows sit beside
-// it, so a forward with sharing equals the one without bit for bit.
+// whichever rank computes them. Where the products give a row the same bits whatever rows sit
+// beside it (row dots, row tiles, panels), a forward with sharing equals the one without bit for
+// bit; sgemm (f32 weights, or other types past their row-dot or tile limit) may round differently
+// with the row count.
 #pragma once
 
 #include <cstdint>
