@@ -214,7 +214,8 @@ class StepEngine::Impl {
     for (auto& [id, s] : sequences_) {
       if (s->phase == StepSequence::Phase::kDecoding && !s->pending.empty()) decoding.push_back(s.get());
     }
-    Result<StepForward> forward = run_step_forward(model_, comm_, chunk ? &*chunk : nullptr, decoding, root());
+    Result<StepForward> forward = run_step_forward(model_, comm_, chunk ? &*chunk : nullptr, decoding, root(),
+                                                   phase1_chunk_loads(encoding, comm_.size(), chunk_limit_));
     if (!forward.ok()) return forward.status();
     if (encoding) {
       if (chunk) {

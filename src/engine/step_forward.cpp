@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+
 namespace star {
 namespace {
 
@@ -33,8 +34,41 @@ Result<std::vector<float>> gather_vocab_slices(Communicator& comm, const std::ve
 
 }  // namespace
 
+std::vector<double> phase1_chunk_loads(const StepSequence* encoding, int ranks, const ChunkLimit& limit) {
+  // Unlimited: far past any batch of rows, and the same on every rank that has one, so that rows
+  // still spread evenly over those.
+  constexpr double kWholePart = 1e9;
+  const double chunk = limit.max_cost > 0    ? static_cast<double>(limit.max_cost)
+                       : limit.max_tokens > 0 ? static_cast<double>(limit.max_tokens)
+                                              : kWholePart;
+  std::vector<double> load(static_cast<size_t>(std::max(ranks, 0)), 0.0);
+  if (encoding == nullptr) return load;
+  for (size_t r = 0; r < load.size() && r < encoding->rank_chunks.size(); ++r) {
+    if (encoding->chunk_steps < encoding->rank_chunks[r]) load[r] = chunk;
+  }
+  return load;
+}
+
+std::vector<double> own_attention_loads(const std::vector<StepSequence*>& decoding, int ranks,
+                                        int64_t keys_per_token) {
+  std::vector<double> load(static_cast<size_t>(std::max(ranks, 0)), 0.0);
+  for (const StepSequence* s : decoding) {
+    const ShardLayout& layout = s->context.layout;
+    if (layout.query_host < 0 || layout.query_host >= ranks) continue;
+    double keys = 0;
+    for (int64_t i = 0; i < static_cast<int64_t>(s->pending.size()); ++i) {
+      const int64_t own = s->next_position + i + 1 - layout.query_position_start;
+      keys += static_cast<double>(layout.window.bounded() ? std::min(own, layout.window.sink + layout.window.window)
+                                                           : own);
+    }
+    load[static_cast<size_t>(layout.query_host)] += keys / static_cast<double>(std::max<int64_t>(keys_per_token, 1));
+  }
+  return load;
+}
+
 Result<StepForward> run_step_forward(EngineModel& model, Communicator& comm, const Phase1Chunk* chunk,
-                                     const std::vector<StepSequence*>& decoding, bool keep_logits) {
+                                     const std::vector<StepSequence*>& decoding, bool keep_logits,
+                                     const std::vector<double>& chunk_loads) {
   StepForward out;
   std::vector<int32_t> tokens, positions;
   std::vector<int64_t> logit_rows;
@@ -90,15 +124,18 @@ Result<StepForward> run_step_forward(EngineModel& model, Communicator& comm, con
   const int64_t vocab = model.config().vocab_size;
   const VocabSlice slice = vocab_slice_of_rank(vocab, comm.rank(), comm.size());
   // Two or more sequences: each one's layers run on one rank (row_sharing.h). One alone keeps
-  // every rank computing it, which spares it the extra all-gather a layer.
+  // every rank computing it, which spares it the extra all-gather a layer. Ranks start loaded with
+  // their Phase 1 chunk and their own-token attention, so that rows go where there is room.
   RowSharing sharing;
   const bool share = comm.size() > 1 && decoding.size() > 1 && model.shares_rows();
   if (share) {
     std::vector<int64_t> group_rows;
     for (const StepSequence* s : decoding) group_rows.push_back(static_cast<int64_t>(s->pending.size()));
+    std::vector<double> loads = own_attention_loads(decoding, comm.size(), attention_keys_per_token(model.config()));
+    for (size_t r = 0; r < loads.size() && r < chunk_loads.size(); ++r) loads[r] += chunk_loads[r];
     sharing = {.comm = &comm,
                .first_shared = chunk ? static_cast<int64_t>(chunk->tokens.size()) : 0,
-               .owner = balanced_row_owners(group_rows, comm.size())};
+               .owner = balanced_row_owners(group_rows, comm.size(), loads)};
   }
   Result<std::vector<float>> logits =
       model.forward_rows(tokens, positions, *attention, logit_rows, slice, share ? &sharing : nullptr);

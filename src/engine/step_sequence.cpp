@@ -140,7 +140,8 @@ Result<std::unique_ptr<StepSequence>> admit_sequence(const AdmissionContext& eng
                        window, engine.chunk_limit, std::move(progress));
   if (!job.ok()) return job.status();
   for (int r = 0; r < engine.comm.size(); ++r) {
-    sequence->slowest_chunks = std::max(sequence->slowest_chunks, Phase1Job::chunk_count(*plan, r, engine.chunk_limit));
+    sequence->rank_chunks.push_back(Phase1Job::chunk_count(*plan, r, engine.chunk_limit));
+    sequence->slowest_chunks = std::max(sequence->slowest_chunks, sequence->rank_chunks.back());
   }
   sequence->job = std::move(*job);
   sequence->plan = std::move(*plan);

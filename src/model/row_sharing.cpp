@@ -5,12 +5,14 @@
 
 namespace star {
 
-std::vector<int32_t> balanced_row_owners(std::span<const int64_t> group_rows, int ranks) {
-  std::vector<int64_t> load(static_cast<size_t>(std::max(ranks, 1)), 0);
+std::vector<int32_t> balanced_row_owners(std::span<const int64_t> group_rows, int ranks,
+                                         std::span<const double> initial_load) {
+  std::vector<double> load(static_cast<size_t>(std::max(ranks, 1)), 0.0);
+  std::copy_n(initial_load.begin(), std::min(initial_load.size(), load.size()), load.begin());
   std::vector<int32_t> owner;
   for (int64_t rows : group_rows) {
     const auto least = static_cast<int32_t>(std::min_element(load.begin(), load.end()) - load.begin());
-    load[static_cast<size_t>(least)] += rows;
+    load[static_cast<size_t>(least)] += static_cast<double>(rows);
     owner.insert(owner.end(), static_cast<size_t>(rows), least);
   }
   return owner;

@@ -18,6 +18,18 @@ TEST(RowSharing, GroupsGoWholeToTheLeastLoadedRank) {
   EXPECT_TRUE(balanced_row_owners({}, 2).empty());
 }
 
+TEST(RowSharing, ARankThatStartsLoadedTakesFewerRows) {
+  // Loads after each group: [1, 2.5] [2, 2.5] [3, 2.5] [3, 3.5].
+  EXPECT_EQ(balanced_row_owners(std::vector<int64_t>{1, 1, 1, 1}, 2, std::vector<double>{0, 2.5}),
+            (std::vector<int32_t>{0, 0, 0, 1}));
+  // Past the most it can take, a loaded rank takes none.
+  EXPECT_EQ(balanced_row_owners(std::vector<int64_t>{2, 1}, 2, std::vector<double>{0, 9}),
+            (std::vector<int32_t>{0, 0, 0}));
+  // Ranks the loads leave out start at zero: [0.5, 1] [0.5, 1, 1] -> [1.5, 1, 1] [1.5, 2, 1] [1.5, 2, 2].
+  EXPECT_EQ(balanced_row_owners(std::vector<int64_t>{1, 1, 1, 1}, 3, std::vector<double>{0.5}),
+            (std::vector<int32_t>{1, 2, 0, 1}));
+}
+
 TEST(RowSharing, RowsComputedHereAreTheOwnOnesAndTheOwnedShared) {
   SelfCommunicator self;
   const RowSharing sharing{.comm = &self, .first_shared = 2, .owner = {0, 0, 0}};

@@ -9,6 +9,7 @@
 
 #include "star/common/status.h"
 #include "star/dist/communicator.h"
+#include "star/engine/chunk_limit.h"
 #include "star/engine/engine_model.h"
 #include "star/engine/phase1_job.h"
 #include "star/engine/step_sequence.h"
@@ -23,13 +24,28 @@ struct StepForward {
   std::unique_ptr<BatchedQueryAttention> batched;  // the Phase 2 attention (null without rows)
 };
 
+// Row sharing (row_sharing.h) hands the decoding rows to the ranks by load, in rows' dense parts
+// (chunk_limit.h's token-equivalents). Before any row a rank may already carry two kinds of work:
+
+// Its Phase 1 chunk this step: `encoding` (null: none) runs one chunk a step on every rank that has
+// one left (rank_chunks), each about the limit's cost; a chunk without a limit is a whole part,
+// worth more than any rows.
+std::vector<double> phase1_chunk_loads(const StepSequence* encoding, int ranks, const ChunkLimit& limit);
+
+// Its query-hosted sequences' pending rows attending their own tokens' KV (the query's and the
+// generated tokens', kept on the query host alone): a key costs 1 / keys_per_token of a row
+// (attention_keys_per_token).
+std::vector<double> own_attention_loads(const std::vector<StepSequence*>& decoding, int ranks,
+                                        int64_t keys_per_token);
+
 // Runs one forward over `chunk` (may be null) and the pending rows of `decoding` (id order, each
-// with rows). Every rank projects the logit rows onto its slice of the vocabulary
+// with rows); `chunk_loads`: phase1_chunk_loads of this step, for row sharing (empty: zeros). Every rank projects the logit rows onto its slice of the vocabulary
 // (vocab_slice_of_rank) and one all-gather brings the slices together; `keep_logits`: this rank
 // (the one that samples) assembles them into `logits`. The split depends only on the rank count,
 // so a sequence's logits are the same batched or alone. Collective whenever `decoding` is not
 // empty (every rank passes the same sequences) or the chunk is a ring segment.
 Result<StepForward> run_step_forward(EngineModel& model, Communicator& comm, const Phase1Chunk* chunk,
-                                     const std::vector<StepSequence*>& decoding, bool keep_logits);
+                                     const std::vector<StepSequence*>& decoding, bool keep_logits,
+                                     const std::vector<double>& chunk_loads = {});
 
 }  // namespace star

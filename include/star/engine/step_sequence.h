@@ -45,7 +45,8 @@ struct StepSequence {
   // An inline context: its plan, the job encoding it, and the context it becomes.
   std::optional<BlockPlan> plan;
   std::unique_ptr<Phase1Job> job;
-  int64_t slowest_chunks = 0;  // the most chunks any rank runs for the plan
+  std::vector<int64_t> rank_chunks;  // the chunks each rank runs for the plan, one a step
+  int64_t slowest_chunks = 0;  // the most of them
   int64_t chunk_steps = 0;     // steps this sequence has been the encoding one
   std::vector<std::array<int, 3>> blocks_encoded;  // (block, done, total) since the last step's events
   Phase1Stats phase1;          // this rank's, once the job is done

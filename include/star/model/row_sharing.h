@@ -32,9 +32,12 @@ struct RowSharing {
 };
 
 // Owners for shared rows that come in groups (a sequence's rows stay together: its first step
-// carries its whole query): each group goes to the rank that owns the fewest rows so far, the lowest
-// such rank on a tie, so the ranks compute about equal numbers of rows.
-std::vector<int32_t> balanced_row_owners(std::span<const int64_t> group_rows, int ranks);
+// carries its whole query): each group goes to the rank with the least load so far, the lowest such
+// rank on a tie, so the ranks finish their rows about together. A row adds 1 to its rank's load;
+// `initial_load` (one per rank, or empty for zeros) is the work a rank has before any row, in the
+// same unit: the query host's attention to the sequences' own tokens, which no other rank can do.
+std::vector<int32_t> balanced_row_owners(std::span<const int64_t> group_rows, int ranks,
+                                         std::span<const double> initial_load = {});
 
 // The rows of an n-row forward this rank computes, ascending: [0, first_shared) and the shared rows
 // it owns. INVALID_ARGUMENT when the sharing does not fit n rows or names a rank outside the group.

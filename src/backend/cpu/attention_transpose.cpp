@@ -1,7 +1,7 @@
 // transpose_keys: a decoded key tile turned on its side for the row blocks' scores.
 #include <cstdint>
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -41,6 +41,30 @@ void transpose_block(const float* src, int64_t lds, float* dst, int64_t ldd) {
   for (int j = 0; j < 8; ++j) {
     _mm512_storeu_ps(dst + j * ldd, _mm512_maskz_shuffle_f32x4(kAllLanes, t[j], t[j + 8], 0x88));
     _mm512_storeu_ps(dst + (j + 8) * ldd, _mm512_maskz_shuffle_f32x4(kAllLanes, t[j], t[j + 8], 0xdd));
+  }
+}
+#elif defined(__AVX2__)
+static_assert(kWideLanes == 8);
+
+// dst row j (ldd apart) = column j of the 8 x 8 block at src (rows lds apart): pairs interleaved,
+// then quads, then the 128-bit halves.
+void transpose_block(const float* src, int64_t lds, float* dst, int64_t ldd) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * lds);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  // r[4g + m], 128-bit half H: column 4H + m of rows 4g .. 4g + 3.
+  for (int g = 0; g < 8; g += 4) {
+    r[g] = _mm256_shuffle_ps(t[g], t[g + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[g + 1] = _mm256_shuffle_ps(t[g], t[g + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[g + 2] = _mm256_shuffle_ps(t[g + 1], t[g + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[g + 3] = _mm256_shuffle_ps(t[g + 1], t[g + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int m = 0; m < 4; ++m) {
+    _mm256_storeu_ps(dst + m * ldd, _mm256_permute2f128_ps(r[m], r[m + 4], 0x20));
+    _mm256_storeu_ps(dst + (m + 4) * ldd, _mm256_permute2f128_ps(r[m], r[m + 4], 0x31));
   }
 }
 #else

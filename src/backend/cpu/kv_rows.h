@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(__AVX512F__) || defined(__F16C__)
+#if defined(__AVX512F__) || defined(__AVX2__) || defined(__F16C__)
 #include <immintrin.h>
 #endif
 
@@ -18,8 +18,9 @@
 
 namespace star::cpu::kv_rows {
 
-// With AVX-512F, 16 elements a step. The maskz forms with every lane selected compile to the plain
-// instructions; GCC 12 warns (-Wmaybe-uninitialized) on the unmasked forms' undefined operand.
+// With AVX-512F, 16 elements a step; with AVX2, 8. The maskz forms with every lane selected compile
+// to the plain instructions; GCC 12 warns (-Wmaybe-uninitialized) on the unmasked forms' undefined
+// operand.
 #if defined(__AVX512F__)
 inline constexpr __mmask16 kAllLanes = 0xffff;
 #endif
@@ -41,6 +42,11 @@ inline void decode_bf16(KvRows rows, int64_t element, int64_t n, float* dst) {
     const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 2 * i));
     const __m512i wide = _mm512_maskz_slli_epi32(kAllLanes, _mm512_maskz_cvtepu16_epi32(kAllLanes, bits), 16);
     _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(wide));
+  }
+#elif defined(__AVX2__)
+  for (; i + 8 <= n; i += 8) {
+    const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i));
+    _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16)));
   }
 #endif
   for (; i < n; ++i) {
@@ -75,6 +81,12 @@ inline void decode_q8_0(KvRows rows, int64_t element, int64_t n, float* dst) {
       const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + h));
       const __m512 x = _mm512_maskz_cvtepi32_ps(kAllLanes, _mm512_maskz_cvtepi8_epi32(kAllLanes, q));
       _mm512_storeu_ps(dst + h, _mm512_mul_ps(x, d));
+    }
+#elif defined(__AVX2__)
+    const __m256 d = _mm256_set1_ps(scale);
+    for (int64_t h = 0; h < kBlock; h += 8) {
+      const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + h));
+      _mm256_storeu_ps(dst + h, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d));
     }
 #else
     for (int64_t j = 0; j < kBlock; ++j) dst[j] = static_cast<float>(static_cast<int8_t>(qs[j])) * scale;

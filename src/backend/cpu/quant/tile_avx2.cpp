@@ -1,8 +1,10 @@
 // Register tiles of Q8_0 and Q4_0 weight rows for CPUs with AVX2 (16 ymm registers): 2 weight rows
-// by 4 activation rows of int8 products, 2 by 3 with float32 activations. A weight block is loaded
-// and unpacked once for every activation row of the tile, an activation block once for both weight
-// rows. The one-row dots of these types are the 1x1 tile, so an output's arithmetic does not depend
-// on how many rows the product has or where the output sits in a tile.
+// by 4 activation rows of int8 products, 1 by 8 with float32 activations. A weight block is loaded
+// and unpacked once for every activation row of the tile, an int8 activation block once for both
+// weight rows. With float32 activations, one weight row against 8 activation rows beat 2 by 3 on a
+// 2-core AMD EPYC (Zen): the output projection of 16 rows of the `small` preset ~15% faster. The
+// one-row dots of these types are the 1x1 tile, so an output's arithmetic does not depend on how
+// many rows the product has or where the output sits in a tile.
 //
 // Int8 activations: the sign trick (|w| · sign(w)·x with vpmaddubsw, whose 16-bit pair sums stay
 // below 2·128·127 < 2^15), vpmaddwd to exact int32 block sums, then d_w·d_x per block in float.
@@ -27,7 +29,7 @@ using quant::BlockQ8_0;
 using quant::kLegacyBlock;
 
 constexpr int kInt8TileRows = 2, kInt8TileCols = 4;
-constexpr int kFloatTileRows = 2, kFloatTileCols = 3;
+constexpr int kFloatTileRows = 1, kFloatTileCols = 8;
 
 struct Q8_0Codes {
   using Block = BlockQ8_0;
