@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <numeric>
 
-
 namespace star {
 namespace {
 

@@ -25,8 +25,8 @@ struct StepForward {
 };
 
 // Row sharing (row_sharing.h) hands the decoding rows to the ranks by load, in rows' dense parts
-// (chunk_limit.h's token-equivalents). Before any row a rank may already carry two kinds of work:
-
+// (chunk_limit.h's token-equivalents). Before any row a rank may already carry two kinds of work.
+//
 // Its Phase 1 chunk this step: `encoding` (null: none) runs one chunk a step on every rank that has
 // one left (rank_chunks), each about the limit's cost; a chunk without a limit is a whole part,
 // worth more than any rows.
@@ -39,13 +39,14 @@ std::vector<double> own_attention_loads(const std::vector<StepSequence*>& decodi
                                         int64_t keys_per_token);
 
 // Runs one forward over `chunk` (may be null) and the pending rows of `decoding` (id order, each
-// with rows); `chunk_loads`: phase1_chunk_loads of this step, for row sharing (empty: zeros). Every rank projects the logit rows onto its slice of the vocabulary
-// (vocab_slice_of_rank) and one all-gather brings the slices together; `keep_logits`: this rank
-// (the one that samples) assembles them into `logits`. The split depends only on the rank count,
+// with rows); `chunk_loads` is phase1_chunk_loads of this step, for row sharing. Every rank
+// projects the logit rows onto its slice of the vocabulary (vocab_slice_of_rank) and one
+// all-gather brings the slices together; `keep_logits`: this rank (the one that samples) assembles
+// them into `logits`. The split depends only on the rank count,
 // so a sequence's logits are the same batched or alone. Collective whenever `decoding` is not
 // empty (every rank passes the same sequences) or the chunk is a ring segment.
 Result<StepForward> run_step_forward(EngineModel& model, Communicator& comm, const Phase1Chunk* chunk,
                                      const std::vector<StepSequence*>& decoding, bool keep_logits,
-                                     const std::vector<double>& chunk_loads = {});
+                                     const std::vector<double>& chunk_loads);
 
 }  // namespace star

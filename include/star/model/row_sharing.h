@@ -35,7 +35,7 @@ struct RowSharing {
 // carries its whole query): each group goes to the rank with the least load so far, the lowest such
 // rank on a tie, so the ranks finish their rows about together. A row adds 1 to its rank's load;
 // `initial_load` (one per rank, or empty for zeros) is the work a rank has before any row, in the
-// same unit: the query host's attention to the sequences' own tokens, which no other rank can do.
+// same unit: its Phase 1 chunk, a query host's attention to its sequences' own tokens.
 std::vector<int32_t> balanced_row_owners(std::span<const int64_t> group_rows, int ranks,
                                          std::span<const double> initial_load = {});
 
