@@ -171,7 +171,7 @@ class StepEngine::Impl {
     for (size_t i = 0; i < encoding_order_.size();) {
       const int64_t id = encoding_order_[i];
       StepSequence& s = *sequences_.at(id);
-      if (s.chunk_steps < s.slowest_chunks) {
+      if (s.chunk_steps < s.slowest_chunks()) {
         ++i;
         continue;
       }

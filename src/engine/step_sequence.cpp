@@ -77,6 +77,10 @@ bool StepSequence::ends_with(int32_t token, int64_t generated_count) const {
   return is_stop(token) || generated_count >= spec.generation.max_tokens;
 }
 
+int64_t StepSequence::slowest_chunks() const {
+  return rank_chunks.empty() ? 0 : *std::max_element(rank_chunks.begin(), rank_chunks.end());
+}
+
 Result<std::unique_ptr<StepSequence>> admit_sequence(const AdmissionContext& engine, const SequenceSpec& spec) {
   const LlamaConfig& config = engine.model.config();
   auto sequence = std::make_unique<StepSequence>();
@@ -141,7 +145,6 @@ Result<std::unique_ptr<StepSequence>> admit_sequence(const AdmissionContext& eng
   if (!job.ok()) return job.status();
   for (int r = 0; r < engine.comm.size(); ++r) {
     sequence->rank_chunks.push_back(Phase1Job::chunk_count(*plan, r, engine.chunk_limit));
-    sequence->slowest_chunks = std::max(sequence->slowest_chunks, sequence->rank_chunks.back());
   }
   sequence->job = std::move(*job);
   sequence->plan = std::move(*plan);

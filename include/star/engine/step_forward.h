@@ -42,9 +42,9 @@ std::vector<double> own_attention_loads(const std::vector<StepSequence*>& decodi
 // with rows); `chunk_loads` is phase1_chunk_loads of this step, for row sharing. Every rank
 // projects the logit rows onto its slice of the vocabulary (vocab_slice_of_rank) and one
 // all-gather brings the slices together; `keep_logits`: this rank (the one that samples) assembles
-// them into `logits`. The split depends only on the rank count,
-// so a sequence's logits are the same batched or alone. Collective whenever `decoding` is not
-// empty (every rank passes the same sequences) or the chunk is a ring segment.
+// them into `logits`. The split depends only on the rank count, so a sequence's logits are the
+// same batched or alone. Collective whenever `decoding` is not empty (every rank passes the same
+// sequences) or the chunk is a ring segment.
 Result<StepForward> run_step_forward(EngineModel& model, Communicator& comm, const Phase1Chunk* chunk,
                                      const std::vector<StepSequence*>& decoding, bool keep_logits,
                                      const std::vector<double>& chunk_loads);

@@ -46,8 +46,7 @@ struct StepSequence {
   std::optional<BlockPlan> plan;
   std::unique_ptr<Phase1Job> job;
   std::vector<int64_t> rank_chunks;  // the chunks each rank runs for the plan, one a step
-  int64_t slowest_chunks = 0;  // the most of them
-  int64_t chunk_steps = 0;     // steps this sequence has been the encoding one
+  int64_t chunk_steps = 0;           // steps this sequence has been the encoding one
   std::vector<std::array<int, 3>> blocks_encoded;  // (block, done, total) since the last step's events
   Phase1Stats phase1;          // this rank's, once the job is done
   rocket::WindowQueries rocket_window;  // the query host's context queries for RocketKV's stage 1
@@ -71,6 +70,8 @@ struct StepSequence {
   SequenceStats stats;
 
   bool context_only() const { return !spec.keep_as.empty(); }
+  // The most chunks any rank runs (rank_chunks), 0 without an inline context.
+  int64_t slowest_chunks() const;
   bool is_stop(int32_t token) const;
   // A token chosen as the generated-th ends the sequence: a stop id, or max_tokens reached.
   bool ends_with(int32_t token, int64_t generated_count) const;
