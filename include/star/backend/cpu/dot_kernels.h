@@ -64,8 +64,8 @@ struct DotKernel {
   ActivationType activation_type;
   RowDot dot;
   // Several weight rows by several activation rows in registers, for the kernels that have one
-  // (AVX2 and AVX-512: Q8_0 and Q4_0 with Q8_0 activations, Q8_0 with float32 ones; AVX-512 also
-  // Q4_K and Q6_K with Q8_0 activations and every Q16 kernel); else nullptr.
+  // (AVX2 and AVX-512: Q8_0 and Q4_0 with Q8_0 activations, Q8_0 with float32 ones, every Q16
+  // kernel; AVX-512 also Q4_K and Q6_K with Q8_0 activations); else nullptr.
   RowTile tile = nullptr;
 };
 
@@ -73,9 +73,10 @@ struct DotKernel {
 // kernel, or the CPU lacks `isa`).
 const DotKernel* find_dot_kernel(DType weight_type, Isa isa);
 
-// A kernel for `weight_type` with Q16 activations, or nullptr (scalar and AVX-512 VNNI): Q4_1, the
-// type whose Q8_1 products cost SmolLM2 its accuracy (see matmul.cpp), and Q6_K and Q8_0, the
-// output projections of llama.cpp's files (matmul_wide_activations).
+// A kernel for `weight_type` with Q16 activations, or nullptr: Q4_1, the type whose Q8_1 products
+// cost SmolLM2 its accuracy (see matmul.cpp), and Q6_K and Q8_0, the output projections of
+// llama.cpp's files (matmul_wide_activations); scalar and AVX-512 VNNI all three, AVX2 Q4_1 and
+// Q8_0.
 const DotKernel* find_q16_dot_kernel(DType weight_type, Isa isa);
 
 // A kernel for `weight_type` whose activations stay float32 (activation_type kF32), or nullptr:

@@ -57,11 +57,11 @@ const KernelRow kKernels[] = {
       {ActivationType::kBF16, row_dots::bf16_bf16_avx512}}},
 };
 
-// Kernels with Q16 activations (find_q16_dot_kernel); no AVX2 ones yet.
+// Kernels with Q16 activations (find_q16_dot_kernel); Q6_K has no AVX2 one.
 const KernelRow kQ16Kernels[] = {
     {DType::kQ4_1,
      {{ActivationType::kQ16, row_dots::q4_1_q16_scalar},
-      {ActivationType::kQ16, nullptr},
+      {ActivationType::kQ16, row_dots::q4_1_q16_avx2, row_dots::q4_1_q16_tile_avx2},
       {ActivationType::kQ16, row_dots::q4_1_q16_avx512, row_dots::q4_1_q16_tile_avx512}}},
     {DType::kQ6_K,
      {{ActivationType::kQ16, row_dots::q6_k_q16_scalar},
@@ -69,7 +69,7 @@ const KernelRow kQ16Kernels[] = {
       {ActivationType::kQ16, row_dots::q6_k_q16_avx512, row_dots::q6_k_q16_tile_avx512}}},
     {DType::kQ8_0,
      {{ActivationType::kQ16, row_dots::q8_0_q16_scalar},
-      {ActivationType::kQ16, nullptr},
+      {ActivationType::kQ16, row_dots::q8_0_q16_avx2, row_dots::q8_0_q16_tile_avx2},
       {ActivationType::kQ16, row_dots::q8_0_q16_avx512, row_dots::q8_0_q16_tile_avx512}}},
 };
 

@@ -58,6 +58,13 @@ void q4_0_q8_0_tile_avx2(const std::byte* w, size_t w_row_bytes, int64_t m, cons
                          int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate);
 void q8_0_f32_tile_avx2(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
                         int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate);
+// Q4_1 and Q8_0 against Q16 activations (q16_tiles_avx2.cpp).
+float q4_1_q16_avx2(const std::byte* w, const std::byte* x, int64_t k);
+float q8_0_q16_avx2(const std::byte* w, const std::byte* x, int64_t k);
+void q4_1_q16_tile_avx2(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
+                        int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate);
+void q8_0_q16_tile_avx2(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
+                        int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate);
 void q8_0_q8_0_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
                            int64_t n, int64_t k, float* y, int64_t ldy, bool accumulate);
 void q4_0_q8_0_tile_avx512(const std::byte* w, size_t w_row_bytes, int64_t m, const std::byte* x, size_t x_row_bytes,
