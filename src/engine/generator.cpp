@@ -1,13 +1,11 @@
 #include "star/engine/generator.h"
 
-#include <algorithm>
 #include <optional>
 #include <string>
 
+#include "star/engine/answer_tracker.h"
 #include "star/engine/single_sequence.h"
 #include "star/engine/step_engine.h"
-#include "star/engine/stop_strings.h"
-#include "star/tokenizer/streaming_decoder.h"
 
 namespace star {
 
@@ -19,55 +17,6 @@ const char* finish_reason_name(FinishReason r) {
   }
   return "unknown";
 }
-
-namespace {
-
-// Rank 0's view of the growing answer: text, stop strings and stop ids.
-class AnswerTracker {
- public:
-  AnswerTracker(const Tokenizer& tokenizer, const LlamaConfig& config, const GenerationOptions& options,
-                const TokenSink& sink)
-      : decoder_(tokenizer, /*skip_special=*/true, /*continues_text=*/true), stops_(options.stop_strings), stop_ids_(options.stop_token_ids), options_(options),
-        sink_(sink) {
-    if (!options.ignore_eos) stop_ids_.insert(stop_ids_.end(), config.eos_token_ids.begin(), config.eos_token_ids.end());
-  }
-
-  // Records token t; returns the reason to stop now, if any.
-  std::optional<FinishReason> add(int32_t t, int64_t generated_before) {
-    if (std::find(stop_ids_.begin(), stop_ids_.end(), t) != stop_ids_.end()) {
-      emit(t, stops_.flush() + decoder_.flush());
-      return FinishReason::kStop;
-    }
-    tokens.push_back(t);
-    std::string piece = stops_.push(decoder_.push(t));
-    if (stops_.stopped()) {
-      emit(t, piece);
-      return FinishReason::kStop;
-    }
-    if (generated_before + 1 >= options_.max_tokens) {
-      emit(t, piece + stops_.push(decoder_.flush()) + stops_.flush());
-      return stops_.stopped() ? FinishReason::kStop : FinishReason::kLength;
-    }
-    if (!emit(t, piece)) return FinishReason::kCancelled;
-    return std::nullopt;
-  }
-
-  std::vector<int32_t> tokens;
-  std::string text;
-
- private:
-  bool emit(int32_t t, const std::string& piece) {
-    text += piece;
-    return sink_ ? sink_(t, piece) : true;
-  }
-  StreamingDecoder decoder_;
-  StopStringMatcher stops_;
-  std::vector<int32_t> stop_ids_;
-  const GenerationOptions& options_;
-  const TokenSink& sink_;
-};
-
-}  // namespace
 
 Result<GenerationResult> generate(EngineModel& model, const Tokenizer& tokenizer, const ShardLayout& layout,
                                   Communicator& comm, KvShard& shard, std::span<const int32_t> query_ids,
@@ -96,8 +45,8 @@ Result<GenerationResult> generate(EngineModel& model, const Tokenizer& tokenizer
   Result<SequenceStats> stats = run_single_sequence(engine, comm, spec, on_event);
   if (!stats.ok()) return stats.status();
   if (comm.rank() == 0) {
-    result.tokens = std::move(answer.tokens);
-    result.text = std::move(answer.text);
+    result.tokens = answer.tokens();
+    result.text = answer.text();
   }
   result.first_token_seconds = stats->first_token_seconds;
   result.decode_seconds = stats->decode_seconds;

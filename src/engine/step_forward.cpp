@@ -136,8 +136,11 @@ Result<StepForward> run_step_forward(EngineModel& model, Communicator& comm, con
                .first_shared = chunk ? static_cast<int64_t>(chunk->tokens.size()) : 0,
                .owner = balanced_row_owners(group_rows, comm.size(), loads)};
   }
+  // The chunk's rows apart from the decode rows, so that a sequence decodes the same bits beside a
+  // chunk as alone.
+  const int64_t phase1_rows = chunk ? static_cast<int64_t>(chunk->tokens.size()) : 0;
   Result<std::vector<float>> logits =
-      model.forward_rows(tokens, positions, *attention, logit_rows, slice, share ? &sharing : nullptr);
+      model.forward_rows(tokens, positions, *attention, logit_rows, slice, share ? &sharing : nullptr, phase1_rows);
   if (!logits.ok()) return logits.status();
   if (comm.size() == 1) {
     out.logits = std::move(*logits);

@@ -1,6 +1,7 @@
 #include "star/eval/ruler_tasks.h"
 
 #include <algorithm>
+#include <cctype>
 #include <functional>
 #include <map>
 #include <memory>
@@ -21,8 +22,9 @@ constexpr TaskInfo kTasks[] = {
     {"niah_multikey_3", "two-word key, code value, in a haystack of distractor needles", Metric::kAll},
     {"niah_multivalue", "all 4 values given for one key", Metric::kAll},
     {"niah_multiquery", "the values of 4 keys asked at once", Metric::kAll},
-    {"vt", "variable tracking: every variable in a chain of 5 assignments of one value", Metric::kAll},
-    {"cwe", "common words: the 10 words listed most often (fewer below 400 tokens)", Metric::kAll},
+    {"vt", "variable tracking: every variable in a chain of 5 assignments of one value (after a worked example)",
+     Metric::kAll},
+    {"cwe", "common words: the 10 words listed most often (fewer below 400 tokens; after a worked example)", Metric::kAll},
     {"fwe", "frequent words: the 3 most frequent coded words", Metric::kAll},
 };
 
@@ -35,7 +37,8 @@ struct Draft {
   std::string preface;
   std::vector<std::string> placed;  // placed at random positions, in this order
   std::function<std::string(TaskRandom&)> filler;
-  bool numbered = false;            // items rendered as a numbered list, one per line
+  bool numbered = false;            // items rendered as a numbered list on one line
+  bool shuffled = false;            // every item at a random place, filler too (once sized)
   std::string question;
   std::string answer_prefix;
   std::vector<std::string> outputs;
@@ -158,25 +161,34 @@ Draft niah(const NiahSpec& spec, std::span<const std::string> prose, TaskRandom&
   return d;
 }
 
-std::string upper_name(TaskRandom& rng) {
+std::string upper_name(TaskRandom& rng, int letters) {
   std::string s;
-  for (int i = 0; i < 5; ++i) s += static_cast<char>('A' + rng.below(26));
+  for (int i = 0; i < letters; ++i) s += static_cast<char>('A' + rng.below(26));
   return s;
 }
 
-Draft variable_tracking(TaskRandom& rng) {
+std::string join_words(const std::vector<std::string>& words, std::string_view separator) {
+  std::string s;
+  for (size_t i = 0; i < words.size(); ++i) s += (i == 0 ? "" : std::string(separator)) + words[i];
+  return s;
+}
+
+constexpr std::string_view kVtInstruction = "Memorize and track the chain(s) of variable assignment hidden in the following text.\n\n";
+
+// RULER's variable tracking: one chain of 5 names (4 hops) from a 5-digit value, each assignment
+// at a random place in the noise sentences; RULER's worked example uses 3-letter names.
+Draft variable_tracking(TaskRandom& rng, int name_letters) {
   Draft d;
   const std::string value = std::to_string(rng.between(10000, 99999));
   std::set<std::string> names;
-  while (names.size() < 5) names.insert(upper_name(rng));
+  while (names.size() < 5) names.insert(upper_name(rng, name_letters));
   std::vector<std::string> chain(names.begin(), names.end());
   rng.shuffle(chain);
   for (size_t i = 0; i < chain.size(); ++i) {
     d.placed.push_back(" VAR " + chain[i] + " = " + (i == 0 ? value : "VAR " + chain[i - 1]) + ".");
   }
   d.outputs = chain;
-  // RULER's wording, instruction first, as its cwe and fwe (below) have theirs.
-  d.preface = "Memorize and track the chain(s) of variable assignment hidden in the following text.\n\n";
+  d.preface = std::string(kVtInstruction);
   d.question = "\nQuestion: Find all variables that are assigned the value " + value + " in the text above.";
   d.answer_prefix = " Answer: According to the chain(s) of variable assignment in the text above, 5 variables are "
                     "assigned the value " + value + ", they are:";
@@ -184,33 +196,90 @@ Draft variable_tracking(TaskRandom& rng) {
   return d;
 }
 
-std::vector<std::string> word_pool() {
+// The words cwe lists: every lowercase word of 3 to 12 letters in the natural text, when there is
+// some (thousands, as RULER's wonderwords lists), else the built-in lists (291 words: a 2K context
+// lists them all before it is full).
+std::vector<std::string> word_pool(std::span<const std::string> prose) {
   std::set<std::string> pool;
-  for (auto list : {key_words(), value_words(), filler_nouns(), filler_verbs(), key_adjectives()}) {
-    for (std::string_view w : list) pool.insert(std::string(w));
+  for (const std::string& sentence : prose) {
+    size_t at = 0;
+    while (at < sentence.size()) {
+      size_t end = at;
+      while (end < sentence.size() && std::isalpha(static_cast<unsigned char>(sentence[end]))) ++end;
+      const std::string_view word = std::string_view(sentence).substr(at, end - at);
+      const bool lower = std::all_of(word.begin(), word.end(), [](char c) { return c >= 'a' && c <= 'z'; });
+      if (lower && word.size() >= 3 && word.size() <= 12) pool.insert(std::string(word));
+      at = end == at ? at + 1 : end;
+    }
+  }
+  if (pool.empty()) {
+    for (auto list : {key_words(), value_words(), filler_nouns(), filler_verbs(), key_adjectives()}) {
+      for (std::string_view w : list) pool.insert(std::string(w));
+    }
   }
   return {pool.begin(), pool.end()};
 }
 
-Draft common_words(TaskRandom& rng, int64_t length) {
+constexpr std::string_view kCweInstruction =
+    "Below is a numbered list of words. In these words, some appear more often than others. Memorize the ones that "
+    "appear most often.\n";
+
+std::string cwe_question(size_t common) {
+  return "\nQuestion: What are the " + std::to_string(common) + " most common words in the above list?";
+}
+
+std::string cwe_answer_prefix(size_t common) {
+  return " Answer: The top " + std::to_string(common) + " words that appear most often in the list are:";
+}
+
+// "1. w 2. w ...", RULER's numbered list on one line.
+std::string numbered(const std::vector<std::string>& words) {
+  std::string s;
+  for (size_t i = 0; i < words.size(); ++i) s += (i == 0 ? "" : " ") + std::to_string(i + 1) + ". " + words[i];
+  return s;
+}
+
+// RULER's common words: its worked example first (20 words, the 10 common ones 3 times each; from
+// 4K tokens on 40 words, 10 and 3 times), then the list: the common words 6 times each and every
+// other word once (from 4K on 30 and 3 times), shuffled.
+Draft common_words(TaskRandom& rng, int64_t length, std::span<const std::string> prose) {
   Draft d;
-  std::vector<std::string> pool = word_pool();
+  std::vector<std::string> pool = word_pool(prose);
   rng.shuffle(pool);
-  // RULER asks for 10 words; shorter contexts have room for fewer, each listed three times.
-  const int64_t common = std::clamp<int64_t>(length / 40, 2, 10);
-  d.outputs.assign(pool.begin(), pool.begin() + common);
-  for (int copy = 0; copy < 3; ++copy) d.placed.insert(d.placed.end(), d.outputs.begin(), d.outputs.end());
+  const bool long_context = length >= 4096;
+  // RULER asks for 10 words; shorter contexts have room for fewer.
+  const size_t common = static_cast<size_t>(std::clamp<int64_t>(length / 40, 2, 10));
+  const size_t example_words = long_context ? 40 : 20;
+  const int example_common_repeats = long_context ? 10 : 3, example_other_repeats = long_context ? 3 : 1;
+  const int common_repeats = long_context ? 30 : 6, other_repeats = long_context ? 3 : 1;
+
+  const std::vector<std::string> example_common(pool.begin(), pool.begin() + common);
+  std::vector<std::string> example_list;
+  for (size_t w = 0; w < example_words && w < pool.size(); ++w) {
+    const int repeats = w < common ? example_common_repeats : example_other_repeats;
+    for (int r = 0; r < repeats; ++r) example_list.push_back(pool[w]);
+  }
+  rng.shuffle(example_list);
+  const std::string example = std::string(kCweInstruction) + numbered(example_list) + cwe_question(common) +
+                              cwe_answer_prefix(common) + " " + numbered(example_common) + "\n";
+
+  // The task's own words follow the example's.
+  const auto first = pool.begin() + static_cast<std::ptrdiff_t>(std::min(example_words, pool.size() - common));
+  d.outputs.assign(first, first + static_cast<std::ptrdiff_t>(common));
+  for (int copy = 0; copy < common_repeats; ++copy) d.placed.insert(d.placed.end(), d.outputs.begin(), d.outputs.end());
   rng.shuffle(d.placed);
-  d.preface = "Below is a numbered list of words. In these words, some appear more often than others. "
-              "Memorize the ones that appear most often.\n";
-  d.numbered = true;
-  // Every other word appears once; when the pool runs out the list stays shorter than the length.
-  d.filler = [rest = std::vector<std::string>(pool.begin() + common, pool.end()), next = size_t{0}](TaskRandom&) mutable {
-    return next < rest.size() ? rest[next++] : std::string();
+  // Every other word `other_repeats` times, as many words as the length holds (the last one may
+  // show fewer times), then the whole list shuffled.
+  d.filler = [others = std::vector<std::string>(first + static_cast<std::ptrdiff_t>(common), pool.end()),
+              other_repeats, next = size_t{0}](TaskRandom&) mutable {
+    const size_t word = next++ / static_cast<size_t>(other_repeats);
+    return word < others.size() ? others[word] : std::string();
   };
-  const std::string n = std::to_string(common);
-  d.question = "\nQuestion: What are the " + n + " most common words in the above list?";
-  d.answer_prefix = " Answer: The top " + n + " words that appear most often in the list are:";
+  d.preface = example + std::string(kCweInstruction);
+  d.numbered = true;
+  d.shuffled = true;
+  d.question = cwe_question(common);
+  d.answer_prefix = cwe_answer_prefix(common);
   return d;
 }
 
@@ -254,6 +323,22 @@ Draft frequent_words(TaskRandom& rng, int64_t length, const Tokenizer& tok) {
   return d;
 }
 
+Result<TaskSample> size_sample(std::string_view task, Draft d, const Tokenizer& tok, int64_t length, TaskRandom& rng);
+
+// RULER puts one worked example before vt's prompt: a vt prompt of its own, about 500 tokens with
+// 3-letter names, and its answer (the names in chain order), then a blank line. Below 2,000 tokens
+// the example takes a quarter of the length (SmolLM2's tokens: a chain and its question fit from
+// about 120); where even its chain does not fit, the prompt has none.
+Draft vt_with_example(TaskRandom& rng, int64_t length, const Tokenizer& tok) {
+  Draft d = variable_tracking(rng, 5);
+  Result<TaskSample> example =
+      size_sample("vt", variable_tracking(rng, 3), tok, std::min<int64_t>(500, length / 4), rng);
+  if (example.ok()) {
+    d.preface = example->context + example->query + " " + join_words(example->outputs, " ") + "\n\n" + d.preface;
+  }
+  return d;
+}
+
 Draft draft_task(std::string_view task, TaskRandom& rng, int64_t length, const Tokenizer& tok,
                  std::span<const std::string> prose) {
   if (task == "niah_single_1") return niah({Haystack::kNoise, false, "number", 1, 1, 1}, prose, rng);
@@ -264,8 +349,8 @@ Draft draft_task(std::string_view task, TaskRandom& rng, int64_t length, const T
   if (task == "niah_multikey_3") return niah({Haystack::kNeedles, true, "code", 1, 1, 1}, prose, rng);
   if (task == "niah_multivalue") return niah({Haystack::kEssay, false, "number", 1, 1, 4}, prose, rng);
   if (task == "niah_multiquery") return niah({Haystack::kEssay, false, "number", 4, 4, 1}, prose, rng);
-  if (task == "vt") return variable_tracking(rng);
-  if (task == "cwe") return common_words(rng, length);
+  if (task == "vt") return vt_with_example(rng, length, tok);
+  if (task == "cwe") return common_words(rng, length, prose);
   return frequent_words(rng, length, tok);
 }
 
@@ -277,7 +362,7 @@ struct Item {
 std::string render(const Draft& d, const std::vector<Item>& items) {
   std::string s = d.preface;
   for (size_t i = 0; i < items.size(); ++i) {
-    s += d.numbered ? std::to_string(i + 1) + ". " + items[i].text + "\n" : items[i].text;
+    s += d.numbered ? (i == 0 ? "" : " ") + std::to_string(i + 1) + ". " + items[i].text : items[i].text;
   }
   return s;
 }
@@ -315,6 +400,7 @@ Result<TaskSample> size_sample(std::string_view task, Draft d, const Tokenizer& 
   for (size_t i = 0; i < d.placed.size(); ++i) {
     items.insert(items.begin() + static_cast<std::ptrdiff_t>(slots[i] + i), Item{d.placed[i], true});
   }
+  if (d.shuffled) rng.shuffle(items);
   // Token counts of the pieces only estimate the whole text's: drop filler from the end until it fits.
   while (true) {
     s.context = render(d, items);

@@ -78,8 +78,11 @@ Status validate_logit_rows(std::span<const int64_t> logit_rows, int64_t tokens) 
   return ok_status();
 }
 
+static_assert(LlamaModel::kDecodeGroupRows <= cpu::kRowDotMaxRows, "decode groups take every type's few-rows kernel");
+
 Result<std::vector<float>> LlamaModel::hidden(std::span<const int32_t> tokens, std::span<const int32_t> positions,
-                                              LayerAttention& attention, const RowSharing* sharing) const {
+                                              LayerAttention& attention, const RowSharing* sharing,
+                                              int64_t phase1_rows) const {
   const LlamaConfig& c = config_;
   const int64_t n = static_cast<int64_t>(tokens.size());
   // The rows computed here: all of them, or with sharing this rank's own and the shared ones it owns.
@@ -102,10 +105,23 @@ Result<std::vector<float>> LlamaModel::hidden(std::span<const int32_t> tokens, s
   if (Status s = attention.begin(n); !s.ok()) return s;
 
   const int64_t dim = c.dim, qd = c.q_dim(), kvd = c.kv_dim(), hid = c.hidden_dim;
+  // Rows [0, first_decode) are multiplied together (a prompt, a Phase 1 chunk), the decode rows
+  // after them in groups of kDecodeGroupRows (forward_rows). With sharing, the chunk's rows are all
+  // this rank's and come first in `here`.
+  const int64_t first_decode =
+      sharing != nullptr ? sharing->first_shared : phase1_rows < 0 ? m : std::min(phase1_rows, m);
+  // Calls f(first, rows) for each group of rows multiplied together, in order.
+  auto for_groups = [&](auto&& f) {
+    if (first_decode > 0) f(int64_t{0}, first_decode);
+    for (int64_t first = first_decode; first < m; first += kDecodeGroupRows) {
+      f(first, std::min(kDecodeGroupRows, m - first));
+    }
+  };
   // The FFN's two hidden-width buffers are the forward's largest: a long prompt's FFN runs in
-  // chunks of equal size up to kFfnChunkRows rows, each large enough to multiply at full speed.
-  const int64_t ffn_chunks = std::max<int64_t>(1, (m + kFfnChunkRows - 1) / kFfnChunkRows);  // m may be 0
-  const int64_t ffn_rows = (m + ffn_chunks - 1) / ffn_chunks;
+  // chunks of equal size up to kFfnChunkRows rows, each large enough to multiply at full speed,
+  // sized by the prompt's rows alone so that they are the same beside decode rows.
+  const int64_t ffn_chunks = std::max<int64_t>(1, (first_decode + kFfnChunkRows - 1) / kFfnChunkRows);
+  const int64_t ffn_rows = std::max((first_decode + ffn_chunks - 1) / ffn_chunks, std::min(kDecodeGroupRows, m));
   std::vector<float> x(m * dim), h(m * dim), q(m * qd), k(m * kvd), v(m * kvd), att(m * qd);
   std::vector<float> gate(ffn_rows * hid), up(ffn_rows * hid);
   // With sharing, the attention sees every row: these hold all n rows' q, k, v and output.
@@ -122,7 +138,10 @@ Result<std::vector<float>> LlamaModel::hidden(std::span<const int32_t> tokens, s
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const LlamaLayerWeights& w = weights_.layers[l];
     cpu::rms_norm(x.data(), m, dim, w.attn_norm.f32(), static_cast<float>(c.rms_norm_eps), h.data());
-    cpu::matmul_shared_input(h.data(), m, {{&w.wq, q.data()}, {&w.wk, k.data()}, {&w.wv, v.data()}});
+    for_groups([&](int64_t first, int64_t rows) {
+      cpu::matmul_shared_input(h.data() + first * dim, rows,
+                               {{&w.wq, q.data() + first * qd}, {&w.wk, k.data() + first * kvd}, {&w.wv, v.data() + first * kvd}});
+    });
     cpu::apply_rope(q.data(), m, c.n_heads, c.head_dim, positions.data(), rope_, c.rope_layout);
     cpu::apply_rope(k.data(), m, c.n_kv_heads, c.head_dim, positions.data(), rope_, c.rope_layout);
     if (sharing == nullptr) {
@@ -139,15 +158,19 @@ Result<std::vector<float>> LlamaModel::hidden(std::span<const int32_t> tokens, s
       }
       for (int64_t i = 0; i < m; ++i) std::copy_n(all_att.data() + here[i] * qd, qd, att.data() + i * qd);
     }
-    cpu::matmul(att.data(), m, w.wo, x.data(), /*accumulate=*/true);
+    for_groups([&](int64_t first, int64_t rows) {
+      cpu::matmul(att.data() + first * qd, rows, w.wo, x.data() + first * dim, /*accumulate=*/true);
+    });
 
     cpu::rms_norm(x.data(), m, dim, w.ffn_norm.f32(), static_cast<float>(c.rms_norm_eps), h.data());
-    for (int64_t first = 0; first < m; first += ffn_rows) {
-      const int64_t rows = std::min(ffn_rows, m - first);
-      cpu::matmul_shared_input(h.data() + first * dim, rows, {{&w.w_gate, gate.data()}, {&w.w_up, up.data()}});
-      cpu::swiglu(gate.data(), up.data(), rows * hid, gate.data());
-      cpu::matmul(gate.data(), rows, w.w_down, x.data() + first * dim, /*accumulate=*/true);
-    }
+    for_groups([&](int64_t group_first, int64_t group_rows) {
+      for (int64_t first = group_first; first < group_first + group_rows; first += ffn_rows) {
+        const int64_t rows = std::min(ffn_rows, group_first + group_rows - first);
+        cpu::matmul_shared_input(h.data() + first * dim, rows, {{&w.w_gate, gate.data()}, {&w.w_up, up.data()}});
+        cpu::swiglu(gate.data(), up.data(), rows * hid, gate.data());
+        cpu::matmul(gate.data(), rows, w.w_down, x.data() + first * dim, /*accumulate=*/true);
+      }
+    });
   }
   if (sharing == nullptr) return x;
   std::vector<float> all_x(n * dim);
@@ -172,7 +195,7 @@ Result<std::vector<float>> LlamaModel::forward(std::span<const int32_t> tokens,
                                                std::span<const int32_t> positions,
                                                LayerAttention& attention, int64_t logit_rows) const {
   if (Status s = validate_forward_inputs(config_, tokens, positions, logit_rows); !s.ok()) return s;
-  Result<std::vector<float>> x = hidden(tokens, positions, attention, nullptr);
+  Result<std::vector<float>> x = hidden(tokens, positions, attention, nullptr, /*phase1_rows=*/-1);
   if (!x.ok()) return x.status();
   const int64_t n = static_cast<int64_t>(tokens.size());
   return logits_of(x->data() + (n - logit_rows) * config_.dim, logit_rows, {0, config_.vocab_size});
@@ -181,20 +204,29 @@ Result<std::vector<float>> LlamaModel::forward(std::span<const int32_t> tokens,
 Result<std::vector<float>> LlamaModel::forward_rows(std::span<const int32_t> tokens,
                                                     std::span<const int32_t> positions, LayerAttention& attention,
                                                     std::span<const int64_t> logit_rows, VocabSlice vocab,
-                                                    const RowSharing* sharing) const {
+                                                    const RowSharing* sharing, int64_t phase1_rows) const {
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (Status s = validate_forward_inputs(config_, tokens, positions, 0); !s.ok()) return s;
   if (Status s = validate_logit_rows(logit_rows, n); !s.ok()) return s;
   Result<VocabSlice> columns = checked_vocab_slice(vocab, config_.vocab_size);
   if (!columns.ok()) return columns.status();
-  Result<std::vector<float>> x = hidden(tokens, positions, attention, sharing);
+  Result<std::vector<float>> x = hidden(tokens, positions, attention, sharing, phase1_rows);
   if (!x.ok()) return x.status();
   const int64_t dim = config_.dim;
   std::vector<float> gathered(logit_rows.size() * dim);
   for (size_t i = 0; i < logit_rows.size(); ++i) {
     std::copy_n(x->data() + logit_rows[i] * dim, dim, gathered.data() + i * dim);
   }
-  return logits_of(gathered.data(), static_cast<int64_t>(logit_rows.size()), *columns);
+  // Decode rows' logits in groups too, so that a row's do not depend on the rows beside it (a
+  // prompt's, in forward, stay one product: exact float32 on widened weights past the few rows).
+  const auto count = static_cast<int64_t>(logit_rows.size());
+  std::vector<float> logits(static_cast<size_t>(count * columns->count));
+  for (int64_t first = 0; first < count; first += kDecodeGroupRows) {
+    const int64_t rows = std::min(kDecodeGroupRows, count - first);
+    const std::vector<float> group = logits_of(gathered.data() + first * dim, rows, *columns);
+    std::copy(group.begin(), group.end(), logits.begin() + first * columns->count);
+  }
+  return logits;
 }
 
 }  // namespace star

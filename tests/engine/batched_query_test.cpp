@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <memory>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "star/backend/cpu/matmul.h"
@@ -138,6 +140,20 @@ class BatchedQuery : public ::testing::Test {
     return logits;
   }
 
+  // A chunk's tokens and positions followed by the sequences' first Phase 2 rows: one fused
+  // forward's input.
+  std::pair<std::vector<int32_t>, std::vector<int32_t>> after_chunk(std::vector<int32_t> tokens,
+                                                                    std::vector<int32_t> positions,
+                                                                    std::initializer_list<Sequence*> seqs) {
+    for (Sequence* s : seqs) {
+      const auto t = s->rows_tokens(0, vocab());
+      const auto p = positions_from(s->next_position, static_cast<int64_t>(t.size()));
+      tokens.insert(tokens.end(), t.begin(), t.end());
+      positions.insert(positions.end(), p.begin(), p.end());
+    }
+    return {std::move(tokens), std::move(positions)};
+  }
+
   RuntimeModel model_;
   SelfCommunicator self_;
 };
@@ -212,6 +228,40 @@ TEST_F(BatchedQueryRowDots, ManySequencesInOneForwardAnswerAsEachAloneBitForBit)
     }
     EXPECT_EQ(batched_tiles[i], own_tiles[0]) << "sequence " << i;
   }
+}
+
+// A Phase 1 chunk of more rows than the few-rows kernels take, beside two sequences' Phase 2
+// rows in one fused forward: told where the chunk ends, forward_rows multiplies the decode rows
+// apart from it, so each sequence's logits are bit for bit its own without the chunk (a product
+// over all the rows would take sgemm, which rounds otherwise), and the chunk's rows are its
+// forward's alone.
+TEST_F(BatchedQueryRowDots, DecodeRowsBesideAChunkAnswerBitForBitAsWithoutIt) {
+  constexpr int64_t kChunk = 40;
+  ASSERT_GT(kChunk, cpu::kRowTileMaxRows);
+  std::vector<Sequence> fused = mixed_sequences(), apart = mixed_sequences();
+  for (size_t i = 0; i < 2; ++i) {
+    encode(fused[i]);
+    encode(apart[i]);
+  }
+  const auto chunk_tokens = tokens_of(kChunk, vocab(), 9);
+  const auto chunk_positions = positions_from(0, kChunk);
+  auto chunk_shard = take(engine().new_shard(0));
+  auto chunk = take(engine().local_causal(*chunk_shard));
+  auto batched = take(engine().batched_query(self_, {slot_of(fused[0], 0), slot_of(fused[1], 0)}));
+  const int64_t phase2_rows = fused[0].query_len + fused[1].query_len;
+  auto split = take(engine().row_split({RowPart{chunk.get(), kChunk}, RowPart{batched.get(), phase2_rows}}));
+  const auto [tokens, positions] = after_chunk(chunk_tokens, chunk_positions, {&fused[0], &fused[1]});
+  const std::vector<int64_t> rows{kChunk - 1, kChunk - 1 + fused[0].query_len, kChunk - 1 + phase2_rows};
+  auto together = take(engine().forward_rows(tokens, positions, *split, rows, {}, nullptr, /*phase1_rows=*/kChunk));
+
+  auto chunk_alone_shard = take(engine().new_shard(0));
+  auto chunk_alone = take(engine().local_causal(*chunk_alone_shard));
+  const auto chunk_logits = take(engine().forward(chunk_tokens, chunk_positions, *chunk_alone, 1));
+  const auto phase2 = run_batched({&apart[0], &apart[1]}, 1);
+  const int64_t V = vocab();
+  EXPECT_EQ(std::vector<float>(together.begin(), together.begin() + V), chunk_logits);
+  EXPECT_EQ(std::vector<float>(together.begin() + V, together.begin() + 2 * V), phase2[0][0]);
+  EXPECT_EQ(std::vector<float>(together.begin() + 2 * V, together.begin() + 3 * V), phase2[0][1]);
 }
 
 // Today's path: the query host appends the query and answer to (a copy of) the context shard.
@@ -338,13 +388,7 @@ TEST_F(BatchedQuery, RowSplitRunsItsPartsAsSeparateForwards) {
   const int64_t phase2_rows = fused[0].query_len + fused[1].query_len;
   auto split = engine().row_split({RowPart{chunk.get(), 6}, RowPart{batched.get(), phase2_rows}});
   ASSERT_TRUE(split.ok()) << split.status().to_string();
-  std::vector<int32_t> tokens = chunk_tokens, positions = chunk_positions;
-  for (Sequence* s : {&fused[0], &fused[1]}) {
-    const auto t = s->rows_tokens(0, vocab());
-    const auto p = positions_from(s->next_position, static_cast<int64_t>(t.size()));
-    tokens.insert(tokens.end(), t.begin(), t.end());
-    positions.insert(positions.end(), p.begin(), p.end());
-  }
+  const auto [tokens, positions] = after_chunk(chunk_tokens, chunk_positions, {&fused[0], &fused[1]});
   const std::vector<int64_t> rows{5, 5 + fused[0].query_len, 5 + phase2_rows};
   auto together = engine().forward_rows(tokens, positions, **split, rows);
   ASSERT_TRUE(together.ok()) << together.status().to_string();

@@ -90,16 +90,18 @@ TEST(EvalPrompt, ChatSamplesKeepTheTemplateInsideTheLength) {
   Result<int64_t> overhead = prompt_overhead_tokens(PromptFormat::kChat, llama3, eval_tokenizer());
   ASSERT_TRUE(overhead.ok()) << overhead.status().to_string();
   EXPECT_GT(*overhead, 5);
+  // 2K: cwe's worked example and repeated words do not fit 512 tokens of this test vocabulary.
+  const int64_t length = 2048;
   for (std::string_view task : {"niah_single_1", "niah_multikey_1", "vt", "cwe"}) {
-    auto samples = make_task_samples(task, eval_tokenizer(), 512, 3, 5, {.prompt_tokens = *overhead});
+    auto samples = make_task_samples(task, eval_tokenizer(), length, 3, 5, {.prompt_tokens = *overhead});
     ASSERT_TRUE(samples.ok()) << samples.status().to_string();
     for (const TaskSample& s : *samples) {
       Result<EvalPrompt> p = eval_prompt(s, PromptFormat::kChat, llama3);
       ASSERT_TRUE(p.ok());
       const PromptIds ids = encode_prompt(*p, PromptFormat::kChat, eval_tokenizer());
       const auto total = static_cast<int64_t>(ids.context.size() + ids.query.size());
-      EXPECT_LE(total, 512) << task;
-      if (std::string_view(task).starts_with("niah")) EXPECT_GE(total, 512 - 40) << task;
+      EXPECT_LE(total, length) << task;
+      if (std::string_view(task).starts_with("niah")) EXPECT_GE(total, length - 40) << task;
     }
   }
 }

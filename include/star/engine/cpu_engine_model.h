@@ -75,7 +75,8 @@ class CpuEngineModel final : public EngineModel {
                                      EngineAttention& attention, int64_t logit_rows) override;
   Result<std::vector<float>> forward_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                           EngineAttention& attention, std::span<const int64_t> logit_rows,
-                                          VocabSlice vocab = {}, const RowSharing* sharing = nullptr) override;
+                                          VocabSlice vocab = {}, const RowSharing* sharing = nullptr,
+                                          int64_t phase1_rows = -1) override;
   bool shares_rows() const override { return true; }
 
  private:

@@ -141,9 +141,12 @@ class EngineModel {
   // The same forward with the logits of rows `logit_rows` (ascending, each in [0, tokens)) only, and
   // of the vocabulary entries `vocab` only: [logit_rows.size(), vocab.count], on the host. With
   // `sharing` (only where shares_rows()), the ranks split the shared rows' layers between them.
+  // `phase1_rows` (>= 0): the leading rows that are a Phase 1 chunk's, the rest decode rows, which
+  // the CPU multiplies apart from them (LlamaModel::forward_rows); -1: no such split.
   virtual Result<std::vector<float>> forward_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                                   EngineAttention& attention, std::span<const int64_t> logit_rows,
-                                                  VocabSlice vocab = {}, const RowSharing* sharing = nullptr) = 0;
+                                                  VocabSlice vocab = {}, const RowSharing* sharing = nullptr,
+                                                  int64_t phase1_rows = -1) = 0;
   // Whether forward_rows takes a RowSharing.
   virtual bool shares_rows() const { return false; }
 

@@ -50,7 +50,8 @@ struct TaskOptions {
   int64_t prompt_tokens = 0;
   // Natural-text sentences (haystack_text.h) that the essay haystacks (niah_single_2/3,
   // niah_multikey_1, niah_multivalue, niah_multiquery) are read from, consecutively from a
-  // sentence drawn per sample; empty: generated essay-like sentences.
+  // sentence drawn per sample, and whose lowercase words cwe lists; empty: generated essay-like
+  // sentences, and cwe's words from built-in lists.
   std::span<const std::string> prose;
 };
 

@@ -51,17 +51,29 @@ class LlamaModel {
   // one fused forward. Where the output projection runs row dots (few rows), each logit is the
   // same whatever the slice; on sgemm, within float rounding. With `sharing` (every rank of its
   // group calls this together), each shared row's layers run on its owner only (row_sharing.h),
-  // with the same result.
+  // with the same result. With `phase1_rows` >= 0, rows [0, phase1_rows) are a Phase 1 chunk's,
+  // multiplied as forward() multiplies them alone, and the rows after them decode rows, multiplied
+  // in groups of at most kDecodeGroupRows: the kernels give such a row the same bits whatever rows
+  // share its group (dot_kernels.h), where a product over the chunk's rows too would take sgemm.
+  // So a decode row's result does not depend on the rows beside it in the step (with sharing,
+  // phase1_rows is sharing->first_shared). -1: every row in one product.
   Result<std::vector<float>> forward_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                           LayerAttention& attention, std::span<const int64_t> logit_rows,
-                                          VocabSlice vocab = {}, const RowSharing* sharing = nullptr) const;
+                                          VocabSlice vocab = {}, const RowSharing* sharing = nullptr,
+                                          int64_t phase1_rows = -1) const;
+
+  // The largest group of decode rows forward_rows multiplies at once: cpu::kRowDotMaxRows, the
+  // fewest rows any weight type's few-rows kernel takes.
+  static constexpr int64_t kDecodeGroupRows = 16;
 
  private:
   // Every layer over the tokens: the residual stream x [n, dim] before the final norm (with
-  // `sharing`, every row's: the shared rows' from their owners).
+  // `sharing`, every row's: the shared rows' from their owners). Rows from `phase1_rows` on (if
+  // >= 0) are decode rows, as forward_rows says.
   Result<std::vector<float>> hidden(std::span<const int32_t> tokens, std::span<const int32_t> positions,
-                                    LayerAttention& attention, const RowSharing* sharing) const;
-  // rms_norm(rows [count, dim])·lm_headᵀ, columns `vocab` (whole: count >= 0).
+                                    LayerAttention& attention, const RowSharing* sharing, int64_t phase1_rows) const;
+  // rms_norm(rows [count, dim])·lm_headᵀ, columns `vocab` (whole: count >= 0), in one product;
+  // forward_rows calls it per group of at most kDecodeGroupRows rows.
   std::vector<float> logits_of(const float* rows, int64_t count, VocabSlice vocab) const;
 
   LlamaModel(LlamaConfig config, LlamaWeights weights, cpu::RopeTable rope);

@@ -28,6 +28,7 @@
 #include "star/dist/mpi_session.h"
 #include "star/engine/inference.h"
 #include "star/engine/phase1_job.h"
+#include "star/engine/request_batch.h"
 #include "star/engine/runtime_model.h"
 #include "star/eval/eval_matrix.h"
 #include "star/eval/eval_prompt.h"
@@ -52,6 +53,7 @@ struct Options {
   uint64_t seed = 1;
   int blocks = 4;
   int64_t max_tokens = 48;
+  int concurrency = 1;
   bool tasks_only = false;
   std::string log_level = "warn";
   std::string backend = "cpu";
@@ -151,6 +153,31 @@ Status backend_runs_column(const EngineModel& engine, int ranks, const eval::Eva
   if (!plan.ok()) return plan.status();
   if (Status s = check_backend_runs(engine, *plan); !s.ok()) return s;
   return config.sparse.algorithm == "rocket" ? engine.supports_rocket() : ok_status();
+}
+
+// Every sample's answer (rank 0; the other ranks get empty texts): one request at a time, or
+// `concurrency` at a time through one step engine. A request's error names its sample.
+Result<std::vector<std::string>> answer_cell(const RuntimeModel& model, Communicator& comm,
+                                             std::span<const InferenceRequest> requests, int concurrency) {
+  std::vector<std::string> texts(requests.size());
+  auto sample_error = [](size_t i, const Status& s) {
+    return Status(s.code(), "sample " + std::to_string(i) + ": " + s.message());
+  };
+  if (concurrency == 1) {
+    for (size_t i = 0; i < requests.size(); ++i) {
+      Result<InferenceOutcome> outcome = run_inference(model, comm, requests[i]);
+      if (!outcome.ok()) return sample_error(i, outcome.status());
+      texts[i] = std::move(outcome->generation.text);
+    }
+    return texts;
+  }
+  Result<std::vector<BatchAnswer>> answers = run_request_batch(model, comm, requests, concurrency);
+  if (!answers.ok()) return answers.status();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (!(*answers)[i].status.ok()) return sample_error(i, (*answers)[i].status);
+    texts[i] = std::move((*answers)[i].generation.text);
+  }
+  return texts;
 }
 
 // OUT/results.json and results.md for the cells scored so far (columns not run yet show "–"):
@@ -254,25 +281,28 @@ int run(const Options& o, Communicator& comm) {
       const AttentionConfig& base = column.config;
       std::map<std::string, double> sums;
       std::string lines;
+      std::vector<InferenceRequest> requests(samples.size());
+      for (size_t i = 0; i < samples.size(); ++i) {
+        requests[i].context_ids = ids[i].context;
+        requests[i].query_ids = ids[i].query;
+        requests[i].attention = eval::with_blocks(base, static_cast<int64_t>(ids[i].context.size()), o.blocks);
+        requests[i].generation.max_tokens = o.max_tokens;
+      }
+      Result<std::vector<std::string>> answers = answer_cell(*model, comm, requests, o.concurrency);
+      if (!answers.ok()) {
+        if (root) spdlog::error("at {} tokens, {}: {}", length, algorithm, answers.status().to_string());
+        return 3;
+      }
       for (size_t i = 0; i < samples.size(); ++i) {
         const eval::TaskSample& s = samples[i];
-        InferenceRequest request;
-        request.context_ids = ids[i].context;
-        request.query_ids = ids[i].query;
-        request.attention = eval::with_blocks(base, static_cast<int64_t>(request.context_ids.size()), o.blocks);
-        request.generation.max_tokens = o.max_tokens;
-        Result<InferenceOutcome> outcome = run_inference(*model, comm, request);
-        if (!outcome.ok()) {
-          if (root) spdlog::error("{} at {} tokens, {}: {}", s.task, length, algorithm, outcome.status().to_string());
-          return 3;
-        }
         if (!root) continue;
-        const double score = eval::score(eval::find_task(s.task)->metric, outcome->generation.text, s.outputs);
+        const std::string& text = (*answers)[i];
+        const double score = eval::score(eval::find_task(s.task)->metric, text, s.outputs);
         sums[s.task] += score;
         json line = sample_line(s, length, ids[i]);
         line.erase("input_context");
         line["algorithm"] = algorithm;
-        line["pred"] = outcome->generation.text;
+        line["pred"] = text;
         line["score"] = score;
         lines += line.dump() + "\n";
       }
@@ -338,6 +368,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-tokens", o.max_tokens, "tokens generated per answer at most")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->capture_default_str();
+  app.add_option("--concurrency", o.concurrency,
+                 "samples of a cell run together, up to this many at a time, their decode steps batched (a "
+                 "GPU's kernel launches shared); the answers are the same")
+      ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   app.add_option("--prompt-format", o.prompt_format,
                  "plain (RULER's text) or chat (the model's chat template); default: chat when the model has one")

@@ -70,8 +70,8 @@ struct MatmulOutput {
 void matmul_shared_input(const float* x, int64_t n, std::initializer_list<MatmulOutput> outputs);
 
 // The kernel matmul_wide_activations uses for few rows of a `dtype` weight on `isa`, or nullptr
-// (rows widened in L1): find_q16_dot_kernel's where there is one (Q4_1, Q6_K, Q8_0 on AVX-512),
-// else find_float_dot_kernel's.
+// (rows widened in L1): find_q16_dot_kernel's where there is one (Q4_1 and Q8_0 on AVX2 and
+// AVX-512, Q6_K on AVX-512), else find_float_dot_kernel's.
 const DotKernel* wide_activation_kernel(DType dtype, Isa isa);
 
 // matmul (not accumulating) with x never rounded to 8 bits whatever w's type: few rows take
