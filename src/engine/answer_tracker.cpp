@@ -15,18 +15,19 @@ AnswerTracker::AnswerTracker(const Tokenizer& tokenizer, const LlamaConfig& conf
   if (!options.ignore_eos) stop_ids_.insert(stop_ids_.end(), config.eos_token_ids.begin(), config.eos_token_ids.end());
 }
 
-std::optional<FinishReason> AnswerTracker::add(int32_t t, int64_t generated_before) {
+std::optional<FinishReason> AnswerTracker::add(int32_t t) {
   if (std::find(stop_ids_.begin(), stop_ids_.end(), t) != stop_ids_.end()) {
     emit(t, stops_.flush() + decoder_.flush());
     return FinishReason::kStop;
   }
   tokens_.push_back(t);
+  const auto generated = static_cast<int64_t>(tokens_.size());
   std::string piece = stops_.push(decoder_.push(t));
   if (stops_.stopped()) {
     emit(t, piece);
     return FinishReason::kStop;
   }
-  if (generated_before + 1 >= options_.max_tokens) {
+  if (generated >= options_.max_tokens) {
     emit(t, piece + stops_.push(decoder_.flush()) + stops_.flush());
     return stops_.stopped() ? FinishReason::kStop : FinishReason::kLength;
   }

@@ -33,12 +33,11 @@ Result<GenerationResult> generate(EngineModel& model, const Tokenizer& tokenizer
 
   GenerationResult result;
   AnswerTracker answer(tokenizer, model.config(), options, sink);
-  int64_t generated = 0;
   // Rank 0 follows the text; its verdict travels to the other ranks as the step messages do.
   auto on_event = [&](const SequenceEvent& e) {
     if (e.kind != SequenceEvent::Kind::kToken) return true;
-    if (generated == 0) result.query_logits = e.stats.query_logits;
-    std::optional<FinishReason> reason = answer.add(e.token, generated++);
+    if (answer.tokens().empty()) result.query_logits = e.stats.query_logits;
+    std::optional<FinishReason> reason = answer.add(e.token);
     if (reason) result.finish_reason = *reason;
     return !reason.has_value();
   };

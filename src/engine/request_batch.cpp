@@ -22,7 +22,6 @@ Result<std::vector<BatchAnswer>> run_request_batch(const RuntimeModel& model, Co
   // Whole blocks a step, as run_inference encodes them.
   StepEngine engine(model, comm, StepLimits{.max_num_batched_tokens = 0});
   std::vector<std::unique_ptr<AnswerTracker>> trackers(requests.size());
-  std::vector<int64_t> generated(requests.size(), 0);
   size_t admitted = 0;
   int64_t running = 0;
   StepMessage next;
@@ -59,7 +58,7 @@ Result<std::vector<BatchAnswer>> run_request_batch(const RuntimeModel& model, Co
       } else if (e.kind == SequenceEvent::Kind::kToken) {
         // As generate(): every token goes back to the ranks until the answer's end, whose id goes
         // in `finished` (a stop id or the max_tokens-th token has ended it on rank 0 already).
-        const std::optional<FinishReason> reason = trackers[i]->add(e.token, generated[i]++);
+        const std::optional<FinishReason> reason = trackers[i]->add(e.token);
         if (!reason) {
           next.sampled.emplace_back(e.id, e.token);
           continue;

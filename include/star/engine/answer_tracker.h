@@ -22,9 +22,9 @@ class AnswerTracker {
   AnswerTracker(const Tokenizer& tokenizer, const LlamaConfig& config, const GenerationOptions& options,
                 TokenSink sink = {});
 
-  // Records token t, the answer's (generated_before + 1)-th; returns the reason to stop now, if any
-  // (a stop id, a stop string, max_tokens, or a sink that cancels).
-  std::optional<FinishReason> add(int32_t t, int64_t generated_before);
+  // Records the answer's next token t; returns the reason to stop now, if any (a stop id, a stop
+  // string, max_tokens, or a sink that cancels). Nothing is added after a reason.
+  std::optional<FinishReason> add(int32_t t);
 
   const std::vector<int32_t>& tokens() const { return tokens_; }  // stop ids excluded
   const std::string& text() const { return text_; }               // cut before any stop string

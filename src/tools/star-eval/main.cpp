@@ -156,12 +156,14 @@ Status backend_runs_column(const EngineModel& engine, int ranks, const eval::Eva
 }
 
 // Every sample's answer (rank 0; the other ranks get empty texts): one request at a time, or
-// `concurrency` at a time through one step engine. A request's error names its sample.
+// `concurrency` at a time through one step engine (requests[i] asks samples[i]). A request's error
+// names its task and sample.
 Result<std::vector<std::string>> answer_cell(const RuntimeModel& model, Communicator& comm,
-                                             std::span<const InferenceRequest> requests, int concurrency) {
+                                             std::span<const InferenceRequest> requests,
+                                             const std::vector<eval::TaskSample>& samples, int concurrency) {
   std::vector<std::string> texts(requests.size());
-  auto sample_error = [](size_t i, const Status& s) {
-    return Status(s.code(), "sample " + std::to_string(i) + ": " + s.message());
+  auto sample_error = [&samples](size_t i, const Status& s) {
+    return Status(s.code(), samples[i].task + " sample " + std::to_string(samples[i].index) + ": " + s.message());
   };
   if (concurrency == 1) {
     for (size_t i = 0; i < requests.size(); ++i) {
@@ -288,7 +290,7 @@ int run(const Options& o, Communicator& comm) {
         requests[i].attention = eval::with_blocks(base, static_cast<int64_t>(ids[i].context.size()), o.blocks);
         requests[i].generation.max_tokens = o.max_tokens;
       }
-      Result<std::vector<std::string>> answers = answer_cell(*model, comm, requests, o.concurrency);
+      Result<std::vector<std::string>> answers = answer_cell(*model, comm, requests, samples, o.concurrency);
       if (!answers.ok()) {
         if (root) spdlog::error("at {} tokens, {}: {}", length, algorithm, answers.status().to_string());
         return 3;
