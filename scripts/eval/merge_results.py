@@ -58,7 +58,8 @@ def tables(cells, tasks, lengths, columns):
 
       for t in tasks:
         s += f"| {t} |" + "".join(cell(score.get((t, length, a)), score.get((t, length, "dense"))) for a in columns) + "\n"
-      s += "| **mean** |" + "".join(cell(mean(a), mean("dense")) for a in columns)
+      dense_mean = mean("dense") if "dense" in columns else None  # a merge of columns without dense has none
+      s += "| **mean** |" + "".join(cell(mean(a), dense_mean) for a in columns)
       return s + "\n"
 
     out += f"### {length} tokens: score (%)\n\n" + table(False)

@@ -1,5 +1,6 @@
 #include "star/attention/sparse_attention_config_io.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -17,14 +18,26 @@ struct RocketField {
   int64_t RocketConfig::*member;
 };
 
-constexpr std::array<RocketField, 6> kRocketFields = {{
+constexpr std::array<RocketField, 7> kRocketFields = {{
     {"prompt_budget", &RocketConfig::prompt_budget},
     {"window_size", &RocketConfig::window_size},
     {"kernel_size", &RocketConfig::kernel_size},
     {"topk", &RocketConfig::topk},
     {"topr", &RocketConfig::topr},
     {"page_size", &RocketConfig::page_size},
+    {"token_budget", &RocketConfig::token_budget},
 }};
+
+// The keys token_budget derives per request (attention/rocket/token_budget.h).
+constexpr std::array<const char*, 4> kDerivedFromTokenBudget = {"prompt_budget", "topk", "topr", "page_size"};
+
+bool derived_from_token_budget(const std::string& key) {
+  return std::find(kDerivedFromTokenBudget.begin(), kDerivedFromTokenBudget.end(), key) !=
+         kDerivedFromTokenBudget.end();
+}
+
+// The reference code's smallest budget.
+constexpr int64_t kMinTokenBudget = 16;
 
 std::string field_name(const std::string& key) { return "sparse_attention." + key; }
 
@@ -62,7 +75,7 @@ Status foreign_key(const std::string& key, const std::string& algorithm) {
   }
   if (is_rocket_key(key)) return field_error(key, "belongs to algorithm rocket, not " + algorithm);
   return field_error(key, "unknown key (known: algorithm, threshold_scale_factor, prompt_budget, window_size, "
-                          "kernel_size, topk, topr, page_size)");
+                          "kernel_size, topk, topr, page_size, token_budget)");
 }
 
 Result<double> scale_factor_from_json(const std::string& key, const nlohmann::json& value) {
@@ -125,8 +138,10 @@ Status validate_sparse_attention_config(const SparseAttentionConfig& c) {
            check_scale_factor(prefill, c.skip_softmax.prefill_scale_factor),
            check_scale_factor(decode, c.skip_softmax.decode_scale_factor),
            check_at_least("window_size", r.window_size, 1),
-           check_at_least("prompt_budget", r.prompt_budget, r.window_size + 1,
-                          " (prompt_budget > window_size = " + std::to_string(r.window_size) + ")"),
+           check_at_least("token_budget", r.token_budget, 0, " (0: prompt_budget, topk, topr and page_size as given)"),
+           r.token_budget > 0 ? ok_status()
+                              : check_at_least("prompt_budget", r.prompt_budget, r.window_size + 1,
+                                               " (prompt_budget > window_size = " + std::to_string(r.window_size) + ")"),
            check_at_least("kernel_size", r.kernel_size, 1),
            check_at_least("topk", r.topk, 1),
            check_at_least("topr", r.topr, 1),
@@ -139,6 +154,10 @@ Status validate_sparse_attention_config(const SparseAttentionConfig& c) {
   }
   if ((r.page_size & (r.page_size - 1)) != 0) {
     return field_error("page_size", std::to_string(r.page_size) + " must be a power of two");
+  }
+  if (r.token_budget > 0 && r.token_budget < kMinTokenBudget) {
+    return field_error("token_budget", std::to_string(r.token_budget) + " must be 0 or >= " +
+                                           std::to_string(kMinTokenBudget));
   }
   return ok_status();
 }
@@ -166,6 +185,11 @@ Result<SparseAttentionConfig> sparse_attention_config_from_json(const nlohmann::
       return foreign_key(key, config.algorithm);
     }
   }
+  if (config.rocket.token_budget > 0) {
+    for (const char* key : kDerivedFromTokenBudget) {
+      if (json.contains(key)) return field_error(key, "not with token_budget, which derives it for each request");
+    }
+  }
   if (Status s = validate_sparse_attention_config(config); !s.ok()) return s;
   return config;
 }
@@ -180,7 +204,11 @@ nlohmann::json sparse_attention_config_to_json(const SparseAttentionConfig& conf
       json[kSkipSoftmaxKey] = {{"prefill", s.prefill_scale_factor}, {"decode", s.decode_scale_factor}};
     }
   } else if (config.algorithm == "rocket") {
-    for (const RocketField& f : kRocketFields) json[f.key] = config.rocket.*f.member;
+    const bool budgeted = config.rocket.token_budget > 0;
+    for (const RocketField& f : kRocketFields) {
+      const bool given = budgeted ? !derived_from_token_budget(f.key) : std::string(f.key) != "token_budget";
+      if (given) json[f.key] = config.rocket.*f.member;
+    }
   }
   return json;
 }

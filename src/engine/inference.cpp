@@ -56,10 +56,8 @@ Result<std::vector<T>> gather_one(Communicator& comm, T value) {
 
 Result<EncodedContext> encode_request_context(const RuntimeModel& model, Communicator& comm,
                                               std::span<const int32_t> context_ids, const AttentionConfig& attention,
-                                              int64_t reserve_tokens, const BlockProgress& progress,
+                                              int64_t max_new_tokens, const BlockProgress& progress,
                                               std::span<const int32_t> query_ids) {
-  // Phase 2 keeps the query's and answer's KV apart from the context's shard: nothing to reserve.
-  static_cast<void>(reserve_tokens);
   // One context-only sequence through the step engine, each block's pass one chunk (no limit), as
   // encode_context runs them.
   StepEngine engine(model, comm, StepLimits{.max_num_batched_tokens = 0});
@@ -68,6 +66,7 @@ Result<EncodedContext> encode_request_context(const RuntimeModel& model, Communi
   spec.attention = attention;
   spec.keep_as = "encoded";
   spec.query_ids.assign(query_ids.begin(), query_ids.end());
+  spec.generation.max_tokens = max_new_tokens;
   auto on_event = [&](const SequenceEvent& e) {
     if (e.kind == SequenceEvent::Kind::kPhase1Progress && progress) progress(e.block_index, e.blocks_done, e.blocks_total);
     return true;
@@ -95,9 +94,8 @@ Result<GenerationResult> answer_query(const RuntimeModel& model, Communicator& c
 Result<InferenceOutcome> run_inference(const RuntimeModel& model, Communicator& comm, const InferenceRequest& request,
                                        const BlockProgress& progress, const TokenSink& sink) {
   if (Status s = validate_request(model.llama->config(), request); !s.ok()) return s;
-  const int64_t reserve = static_cast<int64_t>(request.query_ids.size()) + request.generation.max_tokens;
-  Result<EncodedContext> context =
-      encode_request_context(model, comm, request.context_ids, request.attention, reserve, progress, request.query_ids);
+  Result<EncodedContext> context = encode_request_context(model, comm, request.context_ids, request.attention,
+                                                          request.generation.max_tokens, progress, request.query_ids);
   if (!context.ok()) return context.status();
   InferenceOutcome out;
   static_cast<EncodedContext&>(out) = std::move(*context);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "star/attention/plan_builder.h"
+#include "star/attention/rocket/token_budget.h"
 #include "star/common/cpu_clock.h"
 #include "star/engine/rocket_compaction.h"
 
@@ -118,7 +119,10 @@ Result<std::unique_ptr<StepSequence>> admit_sequence(const AdmissionContext& eng
   const bool rocket = spec.attention.sparse.algorithm == "rocket";
   if (rocket) {
     if (Status s = engine.model.supports_rocket(); !s.ok()) return s;
-    if (Status s = check_rocket_plan(*plan, spec.attention.sparse.rocket); !s.ok()) return s;
+    RocketConfig& budget = sequence->spec.attention.sparse.rocket;
+    budget = rocket::config_for_request(budget, static_cast<int64_t>(spec.context_ids.size() + spec.query_ids.size()),
+                                        spec.generation.max_tokens, config.head_dim);
+    if (Status s = check_rocket_plan(*plan, budget); !s.ok()) return s;
   }
 
   auto context = std::make_unique<EncodedContext>();
@@ -138,7 +142,8 @@ Result<std::unique_ptr<StepSequence>> admit_sequence(const AdmissionContext& eng
   StepSequence* raw = sequence.get();
   BlockProgress progress = [raw](int block, int done, int total) { raw->blocks_encoded.push_back({block, done, total}); };
   const WindowRecording window =
-      rocket ? WindowRecording{spec.attention.sparse.rocket.window_size, &sequence->rocket_window} : WindowRecording{};
+      rocket ? WindowRecording{sequence->spec.attention.sparse.rocket.window_size, &sequence->rocket_window}
+             : WindowRecording{};
   Result<std::unique_ptr<Phase1Job>> job =
       Phase1Job::start(engine.model, *plan, engine.comm, *context->shard, context->layout.skip_softmax.prefill_scale_factor,
                        window, engine.chunk_limit, std::move(progress));

@@ -44,6 +44,7 @@ void to_wire(const AttentionConfig& a, wire::Attention& w) {
   r.set_topk(a.sparse.rocket.topk);
   r.set_topr(a.sparse.rocket.topr);
   r.set_page_size(a.sparse.rocket.page_size);
+  r.set_token_budget(a.sparse.rocket.token_budget);
 }
 
 AttentionConfig from_wire(const wire::Attention& w) {
@@ -65,7 +66,8 @@ AttentionConfig from_wire(const wire::Attention& w) {
   a.sparse.skip_softmax.prefill_scale_factor = w.sparse().skip_softmax().prefill_scale_factor();
   a.sparse.skip_softmax.decode_scale_factor = w.sparse().skip_softmax().decode_scale_factor();
   const wire::Rocket& r = w.sparse().rocket();
-  a.sparse.rocket = {r.prompt_budget(), r.window_size(), r.kernel_size(), r.topk(), r.topr(), r.page_size()};
+  a.sparse.rocket = {r.prompt_budget(), r.window_size(), r.kernel_size(), r.topk(), r.topr(), r.page_size(),
+                     r.token_budget()};
   return a;
 }
 

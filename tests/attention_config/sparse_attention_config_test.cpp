@@ -55,6 +55,15 @@ TEST(SparseJson, RoundTripKeepsEveryField) {
   EXPECT_EQ(j.at("page_size"), 8);
   EXPECT_EQ(round_trip(rocket), rocket);
 
+  // With a token budget the keys it derives stay out, and come back as the defaults they were.
+  SparseAttentionConfig paper;
+  paper.algorithm = "rocket";
+  paper.rocket.token_budget = 256;
+  paper.rocket.window_size = 16;
+  EXPECT_EQ(sparse_attention_config_to_json(paper),
+            json({{"algorithm", "rocket"}, {"token_budget", 256}, {"window_size", 16}, {"kernel_size", 63}}));
+  EXPECT_EQ(round_trip(paper), paper);
+
   AttentionConfig whole;
   whole.algorithm = "pulsar";
   whole.sparse = rocket;
@@ -116,6 +125,14 @@ TEST(SparseJson, EachBadFieldIsNamed) {
       {{{"algorithm", "rocket"}, {"page_size", 6}}, {"sparse_attention.page_size", "6", "power of two"}},
       {{{"algorithm", "rocket"}, {"page_size", 0}}, {"sparse_attention.page_size: 0", ">= 1"}},
       {{{"algorithm", "rocket"}, {"topk", 2.5}}, {"sparse_attention.topk", "an integer", "2.5"}},
+      {{{"algorithm", "rocket"}, {"token_budget", 8}}, {"sparse_attention.token_budget", "8", "0 or >= 16"}},
+      {{{"algorithm", "rocket"}, {"token_budget", -1}}, {"sparse_attention.token_budget: -1", ">= 0"}},
+      // token_budget derives these four for each request, so a given one is refused by name.
+      {{{"algorithm", "rocket"}, {"token_budget", 256}, {"prompt_budget", 1024}},
+       {"sparse_attention.prompt_budget", "not with token_budget"}},
+      {{{"algorithm", "rocket"}, {"topr", 32}, {"token_budget", 256}}, {"sparse_attention.topr", "not with token_budget"}},
+      {{{"algorithm", "skip_softmax"}, {"token_budget", 256}},
+       {"sparse_attention.token_budget", "rocket", "not skip_softmax"}},
       // The other algorithm's keys, and unknown ones, are refused by name.
       {{{"algorithm", "rocket"}, {"threshold_scale_factor", 10}},
        {"sparse_attention.threshold_scale_factor", "skip_softmax", "not rocket"}},

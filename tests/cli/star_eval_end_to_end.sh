@@ -54,6 +54,12 @@ cmp -s <(sed -n '/^###/,$p' "$work/whole/results.md") <(sed -n '/^###/,$p' "$wor
 for f in preds/256/dense.jsonl preds/384/star.jsonl preds/384/streaming.jsonl; do
   cmp -s "$work/whole/$f" "$work/merged/$f" || fail "merged $f differs from one run's"
 done
+# Columns without dense merge too (their tables have no difference to dense).
+/usr/bin/python3 "$merge" --out "$work/no-dense" --columns star,no-anchor "$work/split/star" "$work/split/no-anchor" \
+  >"$work/no-dense.log" 2>&1 || { cat "$work/no-dense.log"; fail "merge_results.py without a dense column"; }
+grep -q '^| \*\*mean\*\* |' "$work/no-dense/results.md" && ! grep -q 'difference to dense' "$work/no-dense/results.md" ||
+  fail "the merge without dense lacks its mean row or has a difference table"
+cmp -s "$work/whole/preds/384/star.jsonl" "$work/no-dense/preds/384/star.jsonl" || fail "merged star preds differ"
 sed -i 's/"score": 1.0/"score": 0.5/' "$work/split/star-again/results.json"
 if /usr/bin/python3 "$merge" --out "$work/bad-merge" "$work/split" >"$work/merge.log" 2>&1 ||
    ! grep -q "another folder has" "$work/merge.log"; then

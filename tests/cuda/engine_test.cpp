@@ -70,7 +70,7 @@ TEST_F(CudaEngine, DenseStarAndNoAnchorAgreeWithTheCpuEngine) {
 TEST_F(CudaEngine, AnEncodedContextAnswersManyQueriesOnTheDevice) {
   InferenceRequest r = request("star");
   r.generation.ignore_eos = true;
-  auto context = encode_request_context(gpu_, self_, r.context_ids, r.attention, 64);
+  auto context = encode_request_context(gpu_, self_, r.context_ids, r.attention, r.generation.max_tokens);
   ASSERT_TRUE(context.ok()) << context.status().to_string();
   const int64_t encoded = context->shard->tokens();
   EXPECT_EQ(encoded, 150);

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "star/attention/rocket/stage1.h"
+#include "star/attention/rocket/token_budget.h"
 #include "star/engine/cpu_engine_model.h"
 #include "star/engine/inference.h"
 #include "star/engine/rocket_compaction.h"
@@ -227,6 +228,30 @@ TEST_F(RocketBudget, SmallBudgetShrinksEveryShardAndContextsAnswerAgain) {
   Result<GenerationResult> again = answer_query(*model_, comm_, b, sparse.query_ids, sparse.generation);
   ASSERT_TRUE(again.ok()) << again.status().to_string();
   if (comm_.rank() == 0) EXPECT_EQ(again->tokens, b.generation.tokens);
+}
+
+// A token budget is the keys it derives for the request: the same tokens, logits and shards as a
+// request that gives those keys.
+TEST_F(RocketBudget, TokenBudgetRunsAsTheKeysItDerives) {
+  InferenceRequest paper = request(401, "star");
+  paper.attention.sparse.algorithm = "rocket";
+  RocketConfig& budget = paper.attention.sparse.rocket;
+  budget.token_budget = 64;
+  budget.window_size = 8;
+  budget.kernel_size = 7;
+  InferenceRequest given = paper;
+  given.attention.sparse.rocket = rocket::config_for_request(
+      budget, static_cast<int64_t>(paper.context_ids.size() + paper.query_ids.size()), paper.generation.max_tokens,
+      model_->llama->config().head_dim);
+  given.attention.sparse.rocket.token_budget = 0;
+  ASSERT_LT(given.attention.sparse.rocket.prompt_budget, 401);  // stage 1 drops tokens
+  ASSERT_GT(given.attention.sparse.rocket.page_size, 1);
+  InferenceOutcome a = run(paper), b = run(given);
+  EXPECT_EQ(a.shard_bytes, b.shard_bytes);
+  if (comm_.rank() != 0) return;
+  EXPECT_EQ(a.generation.tokens, b.generation.tokens);
+  EXPECT_EQ(a.generation.query_logits, b.generation.query_logits);
+  EXPECT_EQ(a.generation.tokens.size(), 12u);
 }
 
 }  // namespace

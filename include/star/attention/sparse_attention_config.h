@@ -6,6 +6,7 @@
 //   {"algorithm": "skip_softmax", "threshold_scale_factor": {"prefill": 1000, "decode": 500}}
 //   {"algorithm": "rocket", "prompt_budget": 2048, "window_size": 32, "kernel_size": 63,
 //    "topk": 64, "topr": 128, "page_size": 4}
+//   {"algorithm": "rocket", "token_budget": 256}       (the RocketKV paper's budget, below)
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,11 @@ struct SkipSoftmaxConfig {
 // RocketKV: stage 1 compacts each KV head's cache to `prompt_budget` tokens after the prompt is
 // encoded; stage 2 picks `topk` pages of `page_size` tokens per KV head at every decode step.
 // Defaults are TensorRT-LLM's RocketSparseAttentionConfig.
+//
+// `token_budget` is the budget as the RocketKV paper counts it (its "256-token budget"): when > 0,
+// each request derives prompt_budget, topk, topr and page_size from it, its prompt length and its
+// max_tokens the way RocketKV's reference code does (attention/rocket/token_budget.h), so those
+// four keys are not given with it. 0: they are read as given.
 struct RocketConfig {
   int64_t prompt_budget = 2048;
   int64_t window_size = 32;
@@ -33,6 +39,7 @@ struct RocketConfig {
   int64_t topk = 64;    // pages
   int64_t topr = 128;   // query channels; >= head_dim disables the channel filter
   int64_t page_size = 4;  // tokens per KT page, a power of two
+  int64_t token_budget = 0;
 
   bool operator==(const RocketConfig&) const = default;
 };

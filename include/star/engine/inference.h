@@ -45,13 +45,14 @@ struct InferenceOutcome : EncodedContext {
 // Checks the request against the model before anything runs (every rank reaches the same verdict).
 Status validate_request(const LlamaConfig& config, const InferenceRequest& request);
 
-// Phase 1 alone, collective, as a StepEngine's context-only sequence. `reserve_tokens` is ignored:
-// Phase 2 keeps the query's and answer's KV apart from the shard.
+// Phase 1 alone, collective, as a StepEngine's context-only sequence (Phase 2 keeps the query's
+// and answer's KV apart from the shard).
 // With RocketKV, stage 1 follows; its observation window is the last window_size prompt tokens:
-// it ends with `query_ids` when they are known, else with the context.
+// it ends with `query_ids` when they are known, else with the context. A token_budget splits by
+// the prompt and `max_new_tokens`, the answer's length to come.
 Result<EncodedContext> encode_request_context(const RuntimeModel& model, Communicator& comm,
                                               std::span<const int32_t> context_ids, const AttentionConfig& attention,
-                                              int64_t reserve_tokens = 0, const BlockProgress& progress = {},
+                                              int64_t max_new_tokens = 0, const BlockProgress& progress = {},
                                               std::span<const int32_t> query_ids = {});
 
 // Phase 2 alone, collective, on a context encoded before (only read).
