@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <string>
 
 #include "star/backend/cpu/embedding.h"
@@ -20,6 +21,9 @@ constexpr int64_t kFfnChunkRows = 512;
 
 // The layer's matrices, the ones cpu::matmul multiplies.
 std::array<WeightTensor*, 7> matrices_of(LlamaLayerWeights& layer) {
+  return {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up, &layer.w_down};
+}
+std::array<const WeightTensor*, 7> matrices_of(const LlamaLayerWeights& layer) {
   return {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up, &layer.w_down};
 }
 
@@ -42,10 +46,23 @@ void LlamaModel::release_cpu_panels() {
   for (LlamaLayerWeights& layer : weights_.layers) {
     for (WeightTensor* w : matrices_of(layer)) w->panels.reset();
   }
+  rows_alike_ = rows_multiplied_alike();
 }
 
 LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, cpu::RopeTable rope)
-    : config_(std::move(config)), weights_(std::move(weights)), rope_(std::move(rope)) {}
+    : config_(std::move(config)), weights_(std::move(weights)), rope_(std::move(rope)) {
+  rows_alike_ = rows_multiplied_alike();
+}
+
+int64_t LlamaModel::rows_multiplied_alike() const {
+  int64_t rows = std::numeric_limits<int64_t>::max();
+  for (const LlamaLayerWeights& layer : weights_.layers) {
+    for (const WeightTensor* w : matrices_of(layer)) {
+      rows = std::min(rows, cpu::rows_multiplied_alike(*w));
+    }
+  }
+  return rows;
+}
 
 Status validate_forward_inputs(const LlamaConfig& config, std::span<const int32_t> tokens,
                                std::span<const int32_t> positions, int64_t logit_rows) {
@@ -107,9 +124,12 @@ Result<std::vector<float>> LlamaModel::hidden(std::span<const int32_t> tokens, s
   const int64_t dim = c.dim, qd = c.q_dim(), kvd = c.kv_dim(), hid = c.hidden_dim;
   // Rows [0, first_decode) are multiplied together (a prompt, a Phase 1 chunk), the decode rows
   // after them in groups of kDecodeGroupRows (forward_rows). With sharing, the chunk's rows are all
-  // this rank's and come first in `here`.
-  const int64_t first_decode =
-      sharing != nullptr ? sharing->first_shared : phase1_rows < 0 ? m : std::min(phase1_rows, m);
+  // this rank's and come first in `here`. Rows that all fit every matrix's few-rows kernels are one
+  // product: each row's bits are those of its own group, and each weight is read once.
+  const int64_t first_decode = m <= rows_alike_           ? m
+                               : sharing != nullptr       ? sharing->first_shared
+                               : phase1_rows < 0          ? m
+                                                          : std::min(phase1_rows, m);
   // Calls f(first, rows) for each group of rows multiplied together, in order.
   auto for_groups = [&](auto&& f) {
     if (first_decode > 0) f(int64_t{0}, first_decode);

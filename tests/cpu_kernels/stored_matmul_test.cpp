@@ -135,9 +135,10 @@ TEST(StoredMatmul, Int8PanelRowsDoNotDependOnTheirPlace) {
   }
 }
 
-// Batch invariance: up to the row-dot limit, row i of a product of n rows is bit for bit the product
-// of row i alone (what lets a batched decode step answer as each request alone), for the types with
-// a register tile, whose outputs sit at different tile positions as n changes, and one without.
+// Batch invariance: up to the row-dot limit (for matmul, the rows_multiplied_alike it promises),
+// row i of a product of n rows is bit for bit the product of row i alone (what lets a batched decode
+// step answer as each request alone), for the types with a register tile, whose outputs sit at
+// different tile positions as n changes, and one without.
 TEST(StoredMatmul, EachRowEqualsItsProductAloneBitForBit) {
   std::mt19937 rng(27);
   const int64_t m = 70, k = 256;
@@ -147,7 +148,8 @@ TEST(StoredMatmul, EachRowEqualsItsProductAloneBitForBit) {
       const cpu::DotKernel* kernel = wide_activations ? cpu::wide_activation_kernel(type, cpu::best_isa())
                                                       : cpu::few_rows_kernel(type, cpu::best_isa());
       if (kernel == nullptr) continue;
-      const int64_t limit = cpu::row_dot_max_rows(*kernel);
+      const int64_t limit = wide_activations ? cpu::row_dot_max_rows(*kernel) : cpu::rows_multiplied_alike(c.w);
+      ASSERT_GE(limit, cpu::kRowDotMaxRows) << dtype_name(type);
       const auto x = testing::random_tensor(static_cast<size_t>(limit * k), rng);
       auto product = [&](const float* rows, int64_t n) {
         std::vector<float> y(static_cast<size_t>(n * m));

@@ -204,6 +204,7 @@ TEST_F(BatchedQuery, ManySequencesInOneForwardAnswerAsEachAlone) {
 class BatchedQueryRowDots : public BatchedQuery {
  protected:
   DType dtype() const override { return DType::kBF16; }
+  void expect_decode_rows_beside_a_chunk_bit_for_bit(int64_t chunk_rows);
 };
 
 TEST_F(BatchedQueryRowDots, ManySequencesInOneForwardAnswerAsEachAloneBitForBit) {
@@ -230,29 +231,25 @@ TEST_F(BatchedQueryRowDots, ManySequencesInOneForwardAnswerAsEachAloneBitForBit)
   }
 }
 
-// A Phase 1 chunk of more rows than the few-rows kernels take, beside two sequences' Phase 2
-// rows in one fused forward: told where the chunk ends, forward_rows multiplies the decode rows
-// apart from it, so each sequence's logits are bit for bit its own without the chunk (a product
-// over all the rows would take sgemm, which rounds otherwise), and the chunk's rows are its
-// forward's alone.
-TEST_F(BatchedQueryRowDots, DecodeRowsBesideAChunkAnswerBitForBitAsWithoutIt) {
-  constexpr int64_t kChunk = 40;
-  ASSERT_GT(kChunk, cpu::kRowTileMaxRows);
+// A Phase 1 chunk of chunk_rows rows beside two sequences' Phase 2 rows in one fused forward, told
+// where the chunk ends: each sequence's logits are bit for bit its own without the chunk, and the
+// chunk's are its forward's alone.
+void BatchedQueryRowDots::expect_decode_rows_beside_a_chunk_bit_for_bit(int64_t chunk_rows) {
   std::vector<Sequence> fused = mixed_sequences(), apart = mixed_sequences();
   for (size_t i = 0; i < 2; ++i) {
     encode(fused[i]);
     encode(apart[i]);
   }
-  const auto chunk_tokens = tokens_of(kChunk, vocab(), 9);
-  const auto chunk_positions = positions_from(0, kChunk);
+  const auto chunk_tokens = tokens_of(chunk_rows, vocab(), 9);
+  const auto chunk_positions = positions_from(0, chunk_rows);
   auto chunk_shard = take(engine().new_shard(0));
   auto chunk = take(engine().local_causal(*chunk_shard));
   auto batched = take(engine().batched_query(self_, {slot_of(fused[0], 0), slot_of(fused[1], 0)}));
   const int64_t phase2_rows = fused[0].query_len + fused[1].query_len;
-  auto split = take(engine().row_split({RowPart{chunk.get(), kChunk}, RowPart{batched.get(), phase2_rows}}));
+  auto split = take(engine().row_split({RowPart{chunk.get(), chunk_rows}, RowPart{batched.get(), phase2_rows}}));
   const auto [tokens, positions] = after_chunk(chunk_tokens, chunk_positions, {&fused[0], &fused[1]});
-  const std::vector<int64_t> rows{kChunk - 1, kChunk - 1 + fused[0].query_len, kChunk - 1 + phase2_rows};
-  auto together = take(engine().forward_rows(tokens, positions, *split, rows, {}, nullptr, /*phase1_rows=*/kChunk));
+  const std::vector<int64_t> rows{chunk_rows - 1, chunk_rows - 1 + fused[0].query_len, chunk_rows - 1 + phase2_rows};
+  auto together = take(engine().forward_rows(tokens, positions, *split, rows, {}, nullptr, /*phase1_rows=*/chunk_rows));
 
   auto chunk_alone_shard = take(engine().new_shard(0));
   auto chunk_alone = take(engine().local_causal(*chunk_alone_shard));
@@ -262,6 +259,22 @@ TEST_F(BatchedQueryRowDots, DecodeRowsBesideAChunkAnswerBitForBitAsWithoutIt) {
   EXPECT_EQ(std::vector<float>(together.begin(), together.begin() + V), chunk_logits);
   EXPECT_EQ(std::vector<float>(together.begin() + V, together.begin() + 2 * V), phase2[0][0]);
   EXPECT_EQ(std::vector<float>(together.begin() + 2 * V, together.begin() + 3 * V), phase2[0][1]);
+}
+
+// More rows than the few-rows kernels take: forward_rows multiplies the decode rows apart from the
+// chunk (a product over all the rows would take sgemm, which rounds otherwise).
+TEST_F(BatchedQueryRowDots, DecodeRowsBesideAChunkAnswerBitForBitAsWithoutIt) {
+  constexpr int64_t kChunk = 40;
+  ASSERT_GT(kChunk, cpu::kRowTileMaxRows);
+  expect_decode_rows_beside_a_chunk_bit_for_bit(kChunk);
+}
+
+// Few enough rows for the few-rows kernels together: the chunk and the decode rows are one product,
+// with the bits of each apart.
+TEST_F(BatchedQueryRowDots, DecodeRowsBesideASmallChunkAnswerBitForBitInOneProduct) {
+  constexpr int64_t kChunk = 6;
+  static_assert(kChunk + 6 <= cpu::kRowDotMaxRows, "the chunk and the two sequences' 6 rows fit the row dots");
+  expect_decode_rows_beside_a_chunk_bit_for_bit(kChunk);
 }
 
 // Today's path: the query host appends the query and answer to (a copy of) the context shard.

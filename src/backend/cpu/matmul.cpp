@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -270,6 +271,13 @@ void matmul_wide_activations(const float* x, int64_t n, const WeightTensor& w, f
 
 int64_t row_dot_max_rows(const DotKernel& kernel) {
   return kernel.tile != nullptr ? kRowTileMaxRows : kRowDotMaxRows;
+}
+
+int64_t rows_multiplied_alike(const WeightTensor& w) {
+  if (w.dtype == DType::kF32) return 0;
+  if (w.panels != nullptr) return std::numeric_limits<int64_t>::max();
+  const DotKernel* kernel = few_rows_kernel(w.dtype, best_isa());
+  return kernel != nullptr ? row_dot_max_rows(*kernel) : kRowDotMaxRows;
 }
 
 bool int8_panels_for(DType dtype, Isa isa) {

@@ -33,6 +33,12 @@ inline constexpr int64_t kRowTileMaxRows = 32;
 // kRowTileMaxRows for a kernel with a tile, else kRowDotMaxRows.
 int64_t row_dot_max_rows(const DotKernel& kernel);
 
+// The most activation rows for which matmul(x, n, w) gives every row the bits it gets alone or
+// beside any other rows up to this count: the row dots and their tiles (each output is its row
+// pair's dot, dot_kernels.h) and rows widened in L1 up to their limit, prelaid panels at every
+// count. 0 for F32 weights, which BLAS multiplies with no such promise.
+int64_t rows_multiplied_alike(const WeightTensor& w);
+
 // The row-dot kernel matmul uses for up to kRowDotMaxRows rows of a `dtype` weight on `isa`, or
 // nullptr (rows widened in L1): find_dot_kernel's, except where rounding the activations to int8
 // blocks costs measured accuracy (Q4_1), wide_activation_kernel's.
