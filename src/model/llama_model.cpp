@@ -46,13 +46,10 @@ void LlamaModel::release_cpu_panels() {
   for (LlamaLayerWeights& layer : weights_.layers) {
     for (WeightTensor* w : matrices_of(layer)) w->panels.reset();
   }
-  rows_alike_ = rows_multiplied_alike();
 }
 
 LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, cpu::RopeTable rope)
-    : config_(std::move(config)), weights_(std::move(weights)), rope_(std::move(rope)) {
-  rows_alike_ = rows_multiplied_alike();
-}
+    : config_(std::move(config)), weights_(std::move(weights)), rope_(std::move(rope)) {}
 
 int64_t LlamaModel::rows_multiplied_alike() const {
   int64_t rows = std::numeric_limits<int64_t>::max();
@@ -124,12 +121,12 @@ Result<std::vector<float>> LlamaModel::hidden(std::span<const int32_t> tokens, s
   const int64_t dim = c.dim, qd = c.q_dim(), kvd = c.kv_dim(), hid = c.hidden_dim;
   // Rows [0, first_decode) are multiplied together (a prompt, a Phase 1 chunk), the decode rows
   // after them in groups of kDecodeGroupRows (forward_rows). With sharing, the chunk's rows are all
-  // this rank's and come first in `here`. Rows that all fit every matrix's few-rows kernels are one
-  // product: each row's bits are those of its own group, and each weight is read once.
-  const int64_t first_decode = m <= rows_alike_           ? m
-                               : sharing != nullptr       ? sharing->first_shared
-                               : phase1_rows < 0          ? m
-                                                          : std::min(phase1_rows, m);
+  // this rank's and come first in `here`. Up to rows_multiplied_alike() rows are one product: each
+  // row's bits are those of its own group, and each weight is read once.
+  const int64_t first_decode = m <= rows_multiplied_alike() ? m
+                               : sharing != nullptr         ? sharing->first_shared
+                               : phase1_rows < 0            ? m
+                                                            : std::min(phase1_rows, m);
   // Calls f(first, rows) for each group of rows multiplied together, in order.
   auto for_groups = [&](auto&& f) {
     if (first_decode > 0) f(int64_t{0}, first_decode);

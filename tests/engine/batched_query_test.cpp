@@ -270,11 +270,15 @@ TEST_F(BatchedQueryRowDots, DecodeRowsBesideAChunkAnswerBitForBitAsWithoutIt) {
 }
 
 // Few enough rows for the few-rows kernels together: the chunk and the decode rows are one product,
-// with the bits of each apart.
-TEST_F(BatchedQueryRowDots, DecodeRowsBesideASmallChunkAnswerBitForBitInOneProduct) {
-  constexpr int64_t kChunk = 6;
-  static_assert(kChunk + 6 <= cpu::kRowDotMaxRows, "the chunk and the two sequences' 6 rows fit the row dots");
-  expect_decode_rows_beside_a_chunk_bit_for_bit(kChunk);
+// with the bits of each apart: within every type's row dots, and past them up to the register
+// tiles' limit (one product where the weights' kernel has a tile, two where it has not).
+TEST_F(BatchedQueryRowDots, DecodeRowsBesideASmallChunkAnswerBitForBit) {
+  static_assert(6 + 6 <= cpu::kRowDotMaxRows, "the chunk and the two sequences' 6 rows fit the row dots");
+  static_assert(20 + 6 > cpu::kRowDotMaxRows && 20 + 6 <= cpu::kRowTileMaxRows, "past the row dots, within the tiles");
+  for (int64_t chunk_rows : {int64_t{6}, int64_t{20}}) {
+    SCOPED_TRACE("chunk of " + std::to_string(chunk_rows));
+    expect_decode_rows_beside_a_chunk_bit_for_bit(chunk_rows);
+  }
 }
 
 // Today's path: the query host appends the query and answer to (a copy of) the context shard.

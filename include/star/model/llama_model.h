@@ -56,9 +56,9 @@ class LlamaModel {
   // in groups of at most kDecodeGroupRows: the kernels give such a row the same bits whatever rows
   // share its group (dot_kernels.h), where a product over the chunk's rows too would take sgemm.
   // So a decode row's result does not depend on the rows beside it in the step (with sharing,
-  // phase1_rows is sharing->first_shared). Where every row fits those kernels, the chunk and the
-  // decode rows go in one product (each weight read once), with the same bits. -1: every row in
-  // one product.
+  // phase1_rows is sharing->first_shared). Up to rows_multiplied_alike() rows in all, the chunk
+  // and the decode rows go in one product (each weight read once), with the same bits. -1: every
+  // row in one product.
   Result<std::vector<float>> forward_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                           LayerAttention& attention, std::span<const int64_t> logit_rows,
                                           VocabSlice vocab = {}, const RowSharing* sharing = nullptr,
@@ -82,12 +82,12 @@ class LlamaModel {
 
   // The fewest cpu::rows_multiplied_alike over the layers' matrices: a step of at most this many
   // rows multiplies its Phase 1 chunk and decode rows in one product, each row's bits unchanged.
+  // Asked at every forward: the panels and cpu::limit_isa can change what the kernels promise.
   int64_t rows_multiplied_alike() const;
 
   LlamaConfig config_;
   LlamaWeights weights_;
   cpu::RopeTable rope_;
-  int64_t rows_alike_ = 0;  // rows_multiplied_alike(), kept as the panels change
 };
 
 }  // namespace star
