@@ -19,12 +19,10 @@ namespace {
 // its full rate (star-bench matmul), so the split costs nothing measurable.
 constexpr int64_t kFfnChunkRows = 512;
 
-// The layer's matrices, the ones cpu::matmul multiplies.
-std::array<WeightTensor*, 7> matrices_of(LlamaLayerWeights& layer) {
-  return {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up, &layer.w_down};
-}
-std::array<const WeightTensor*, 7> matrices_of(const LlamaLayerWeights& layer) {
-  return {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up, &layer.w_down};
+// The layer's matrices, the ones cpu::matmul multiplies (const where the layer is).
+template <typename Layer>
+auto matrices_of(Layer& layer) {
+  return std::array{&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up, &layer.w_down};
 }
 
 }  // namespace
@@ -123,10 +121,10 @@ Result<std::vector<float>> LlamaModel::hidden(std::span<const int32_t> tokens, s
   // after them in groups of kDecodeGroupRows (forward_rows). With sharing, the chunk's rows are all
   // this rank's and come first in `here`. Up to rows_multiplied_alike() rows are one product: each
   // row's bits are those of its own group, and each weight is read once.
-  const int64_t first_decode = m <= rows_multiplied_alike() ? m
-                               : sharing != nullptr         ? sharing->first_shared
-                               : phase1_rows < 0            ? m
-                                                            : std::min(phase1_rows, m);
+  const bool has_decode_rows = sharing != nullptr || phase1_rows >= 0;
+  const int64_t first_decode = !has_decode_rows || m <= rows_multiplied_alike() ? m
+                               : sharing != nullptr ? sharing->first_shared
+                                                    : std::min(phase1_rows, m);
   // Calls f(first, rows) for each group of rows multiplied together, in order.
   auto for_groups = [&](auto&& f) {
     if (first_decode > 0) f(int64_t{0}, first_decode);
