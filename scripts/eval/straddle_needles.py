@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Needles that straddle a block boundary, on a chat model served by star-server: how many each
-attention configuration answers, with and without the block-boundary overlap.
+attention configuration answers, with and without the block-boundary overlap and edge snapping.
 
   /usr/bin/python3 scripts/eval/straddle_needles.py --bin build --model SmolLM2.gguf \
       --context-tokens 1024 --samples 10 --overlaps 0,64 --out docs/eval/straddle_1k.json
@@ -12,11 +12,14 @@ starts with RULER's answer prefix. --format plain (models/needle-llama): the hay
 question and answer prefix of its training text (scripts/train/retrieval_data.py), with its keys
 and 5-digit values.
 The needle is placed so that one of the three inner block edges (chosen per sample) cuts it in two:
-those pieces never see each other in Phase 1 under star or no-anchor. Token positions come from the
-server's own tokenizer (star-client tokenize), so the cut is exact. For each overlap a fresh
-star-server runs with --boundary-overlap N (the server default; requests set algorithm and block
-size), dense once, with overlap 0 (unless --skip-dense). Scoring is RULER's string_match_all (the
-value is in the answer).
+those pieces never see each other in Phase 1 under star or no-anchor. The prompt goes to the server
+as token ids (gRPC TokenInput), built sentence by sentence from the server's own tokenizer
+(star-client tokenize --special, so the chat markers are the model's special tokens), so the cut is
+exact. One star-server answers every configuration: each request sets algorithm, block size,
+boundary_overlap and boundary_snap; dense runs once, beside overlap 0 and snap 0 (unless
+--skip-dense). With a snap the server moves the edge back onto the sentence end before the needle,
+so the needle is no longer cut: the samples stay the same. Scoring is RULER's string_match_all (the
+value is in the answer). Needs python3-grpcio and protoc with grpc_python_plugin (or grpc_tools).
 Deterministic for a seed: greedy decoding, the same samples.
 """
 import argparse
@@ -29,8 +32,12 @@ import sys
 import tempfile
 import time
 
+import grpc
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "train"))
 import retrieval_data  # noqa: E402  (needle-llama's keys, for --format plain)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+import star_client  # noqa: E402  (the gRPC stubs, built from proto/ when the script starts)
 
 NOISE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. "
 SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
@@ -39,17 +46,15 @@ KEYS = ["lantern", "harbor", "meadow", "copper", "falcon", "orchid", "glacier", 
 
 
 class Server:
-    def __init__(self, bin_dir, model, ranks, overlap, work):
-        self.bin_dir, self.work = bin_dir, work
-        port_file = os.path.join(work, f"server{overlap}.port")
+    def __init__(self, bin_dir, model, ranks, work):
+        self.bin_dir = bin_dir
+        port_file = os.path.join(work, "server.port")
         args = ["mpirun", "--oversubscribe", "--allow-run-as-root", "-np", str(ranks),
                 os.path.join(bin_dir, "star-server"), "--model", model, "--grpc", "127.0.0.1:0",
                 "--port-file", port_file,
                 # A rank starved of CPU on a shared machine misses the default 3 s heartbeat.
                 "--rank-timeout", "120"]
-        if overlap:
-            args += ["--boundary-overlap", str(overlap)]
-        self.log = open(os.path.join(work, f"server{overlap}.log"), "w")
+        self.log = open(os.path.join(work, "server.log"), "w")
         self.proc = subprocess.Popen(args, stderr=self.log, stdout=self.log)
         for _ in range(1200):
             if os.path.exists(port_file) and os.path.getsize(port_file) > 0:
@@ -62,64 +67,78 @@ class Server:
         while subprocess.run([os.path.join(bin_dir, "star-client"), "--server", self.address, "health"],
                              capture_output=True).returncode != 0:
             time.sleep(0.2)
+        self.pb, pb_grpc = star_client.load_stubs(work)
+        self.channel = grpc.insecure_channel(self.address)
+        self.stub = pb_grpc.StarServiceStub(self.channel)
+        self.cache = {}
 
-    def client(self, *args):
-        out = subprocess.run([os.path.join(self.bin_dir, "star-client"), "--server", self.address, *args],
-                             capture_output=True, text=True)
-        if out.returncode != 0:
-            sys.exit(f"star-client {args[0]} failed ({out.returncode}): {out.stderr.strip()}")
-        return out.stdout
+    def ids(self, text, bos=False):
+        """The text's token ids, special-token text read as those tokens (the chat markers)."""
+        key = (text, bos)
+        if key not in self.cache:
+            args = [os.path.join(self.bin_dir, "star-client"), "--server", self.address, "tokenize", "--special"]
+            out = subprocess.run(args + (["--bos"] if bos else []) + ["--", text], capture_output=True, text=True)
+            if out.returncode != 0:
+                sys.exit(f"star-client tokenize failed ({out.returncode}): {out.stderr.strip()}")
+            self.cache[key] = [int(t) for t in out.stdout.split()]
+        return self.cache[key]
 
-    def tokens(self, text):
-        return len(self.client("tokenize", "--special", text).split())
+    def generate(self, context_ids, query_ids, algorithm, block_size, overlap, snap):
+        attention = self.pb.AttentionConfig(algorithm=algorithm)
+        if algorithm != "dense":
+            attention.block_size, attention.boundary_overlap, attention.boundary_snap = block_size, overlap, snap
+        request = self.pb.GenerateRequest(tokens=self.pb.TokenInput(context_ids=context_ids, query_ids=query_ids),
+                                          sampling=self.pb.SamplingParams(temperature=0.0), max_tokens=16,
+                                          attention=attention)
+        text = ""
+        for response in self.stub.Generate(request):
+            if response.HasField("chunk"):
+                text += response.chunk.text
+        return text
 
     def stop(self):
+        self.channel.close()
         os.kill(self.rank0, 15)
         self.proc.wait()
 
 
 def make_sample(server, rng, context_tokens, blocks, chat):
-    """(context, query, value, block_size, edge, needle span) with the needle cut by an inner edge."""
+    """The sample's token ids, value, block size, edge and needle span, with the needle cut by an inner edge.
+
+    The context is built from token ids, sentence by sentence (each tokenized alone, with its leading
+    space), so that the needle's span is exact."""
     if chat:
         key, value = rng.choice(KEYS), str(rng.randrange(1000000, 9999999))
-        head = f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n"
+        head = server.ids(f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n")
         query = (f"\nWhat is the special magic number for {key} mentioned in the provided text?<|im_end|>\n"
                  f"<|im_start|>assistant\nThe special magic number for {key} mentioned in the provided text is")
     else:
         key, value = retrieval_data.make_key(rng, "number"), retrieval_data.make_value(rng, "number")
-        head = ""
+        head = server.ids("", bos=True)
         query = retrieval_data.single_query("number", key)
-    needle = f"The special magic number for {key} is {value}. "
-    per_noise = server.tokens(NOISE * 8) / 8
-    n_noise = int((context_tokens - server.tokens(head + needle)) / per_noise)
-    block = math.ceil((server.tokens(head + NOISE * n_noise + needle)) / blocks)
+    sentences = [t.strip() + "." for t in NOISE.split(".") if t.strip()]
+    pieces = [server.ids(" " + t) for t in sentences]
+    needle = server.ids(f" The special magic number for {key} is {value}.")
+    per_cycle = sum(len(p) for p in pieces)
+    cycles = (context_tokens - len(head) - len(needle)) // per_cycle + 1
+    noise = (pieces * cycles)[: max(0, (context_tokens - len(head) - len(needle)) * len(pieces) // per_cycle)]
+    total = len(head) + len(needle) + sum(len(p) for p in noise)
+    block = math.ceil(total / blocks)
     edge = block * rng.randrange(1, blocks)
-    # Noise sentences are ~5 tokens: binary-search the last sentence start before the edge; the
-    # needle must cross the edge with at least one token on each side.
-    sentences = [t.strip() + "." for t in NOISE.split(".") if t.strip()] * n_noise
-    before = lambda cut: head + "".join(t + " " for t in sentences[:cut])
-    lo, hi = 0, len(sentences)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if server.tokens(before(mid)) < edge - 1:
-            lo = mid
-        else:
-            hi = mid - 1
-    # Every sentence start whose needle still crosses the edge; one drawn at random, so that the
-    # edge falls anywhere in the needle (before the key, inside the value, ...).
-    spans = []
-    for cut in range(lo, -1, -1):
-        start, end = server.tokens(before(cut)), server.tokens(before(cut) + needle)
-        if end <= edge + 1:
-            break
-        if start < edge - 1:
-            spans.append((cut, start, end))
+    # Every sentence boundary where the needle, put there, crosses the edge with at least one token on
+    # each side; one drawn at random, so that the edge falls anywhere in the needle.
+    spans, start = [], len(head)
+    for cut in range(len(noise) + 1):
+        if start < edge <= start + len(needle) - 1:
+            spans.append((cut, start))
+        if cut < len(noise):
+            start += len(noise[cut])
     if not spans:
         return None
-    lo, start, end = rng.choice(spans)
-    context = before(lo) + needle + " ".join(sentences[lo:])
-    return {"context": context, "query": query, "value": value, "block_size": block, "edge": edge,
-            "needle": [start, end], "context_tokens": server.tokens(context)}
+    cut, start = rng.choice(spans)
+    context = head + [t for p in noise[:cut] for t in p] + needle + [t for p in noise[cut:] for t in p]
+    return {"context_ids": context, "query_ids": server.ids(query), "value": value, "block_size": block,
+            "edge": edge, "needle": [start, start + len(needle)], "context_tokens": len(context)}
 
 
 def main():
@@ -131,6 +150,7 @@ def main():
     ap.add_argument("--blocks", type=int, default=4)
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--overlaps", default="0,64", help="boundary_overlap values; 0 also runs dense")
+    ap.add_argument("--snaps", default="0", help="boundary_snap values, each run with overlap 0")
     ap.add_argument("--algorithms", default="star,no-anchor")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--format", choices=("chatml", "plain"), default="chatml")
@@ -139,35 +159,35 @@ def main():
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     rng = random.Random(a.seed)
-    overlaps = [int(o) for o in a.overlaps.split(",")]
+    # Each repair alone: every overlap without a snap, then every snap without an overlap.
+    overlaps, snaps = [int(o) for o in a.overlaps.split(",")], [int(n) for n in a.snaps.split(",")]
+    repairs = [(o, 0) for o in overlaps] + [(0, n) for n in snaps if n]
     cells = []
     with tempfile.TemporaryDirectory() as work:
         samples = []
-        for overlap in overlaps:
-            server = Server(a.bin, a.model, a.ranks, overlap, work)
-            try:
-                while len(samples) < a.samples:
-                    s = make_sample(server, rng, a.context_tokens, a.blocks, a.format == "chatml")
-                    if s:
-                        samples.append(s)
-                runs = [("dense", 0)] if overlap == 0 and not a.skip_dense else []
-                runs += [(name, overlap) for name in a.algorithms.split(",")]
-                for algorithm, _ in runs:
+        server = Server(a.bin, a.model, a.ranks, work)
+        try:
+            while len(samples) < a.samples:
+                s = make_sample(server, rng, a.context_tokens, a.blocks, a.format == "chatml")
+                if s:
+                    samples.append(s)
+            for overlap, snap in repairs:
+                runs = ["dense"] if overlap == 0 and snap == 0 and not a.skip_dense else []
+                runs += a.algorithms.split(",")
+                for algorithm in runs:
                     right, answers = 0, []
                     for s in samples:
-                        path = os.path.join(work, "context.txt")
-                        with open(path, "w") as f:
-                            f.write(s["context"])
-                        pred = server.client("generate", "--context-file", path, "--query", s["query"],
-                                             "--max-tokens", "16", "--attention", algorithm,
-                                             "--block-size", str(s["block_size"]))
+                        pred = server.generate(s["context_ids"], s["query_ids"], algorithm, s["block_size"],
+                                               overlap, snap)
                         right += s["value"] in pred
                         answers.append(pred.strip())
-                    cells.append({"algorithm": algorithm, "boundary_overlap": overlap if algorithm != "dense" else 0,
-                                  "right": right, "samples": len(samples), "answers": answers})
-                    print(f"{algorithm:10s} overlap {overlap:4d}: {right}/{len(samples)}", flush=True)
-            finally:
-                server.stop()
+                    cell = {"algorithm": algorithm, "boundary_overlap": overlap if algorithm != "dense" else 0}
+                    if snap:
+                        cell["boundary_snap"] = snap
+                    cells.append({**cell, "right": right, "samples": len(samples), "answers": answers})
+                    print(f"{algorithm:10s} overlap {overlap:4d} snap {snap:4d}: {right}/{len(samples)}", flush=True)
+        finally:
+            server.stop()
     result = {"model": os.path.basename(os.path.normpath(a.model)), "format": a.format,
               "context_tokens": a.context_tokens, "blocks": a.blocks,
               "ranks": a.ranks, "seed": a.seed,

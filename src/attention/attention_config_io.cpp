@@ -26,13 +26,16 @@ struct Field {
   FieldMember member;
 };
 
-const std::array<Field, 13> kFields = {{
+const std::array<Field, 14> kFields = {{
     {"algorithm", "--attention", algorithm_flag_help().c_str(), &AttentionConfig::algorithm},
     {"block_size", "--block-size", "context tokens per block (0: ceil(L / ranks))", &AttentionConfig::block_size},
     {"anchor_size", "--anchor-size", "star: anchor tokens (-1: the block size)", &AttentionConfig::anchor_size},
     {"boundary_overlap", "--boundary-overlap",
      "star, no-anchor, pulsar: previous block's last tokens read in front of each block (KV not kept)",
      &AttentionConfig::boundary_overlap},
+    {"boundary_snap", "--boundary-snap",
+     "star, no-anchor, pulsar: block edges move back up to this many tokens onto a sentence or line end",
+     &AttentionConfig::boundary_snap},
     {"sink_tokens", "--sink-tokens", "pulsar: sink tokens taken from block 0", &AttentionConfig::sink_tokens},
     {"chunk_tokens", "--chunk-tokens", "pulsar: tokens per scored chunk", &AttentionConfig::chunk_tokens},
     {"summary_fraction", "--summary-fraction", "pulsar: summary budget as a fraction of the block size",
@@ -121,6 +124,11 @@ Status validate_attention_config(const AttentionConfig& c) {
   }
   if (Status s = check_range("block_size", c.block_size, 0, kMaxTokens, " (0: ceil(L / ranks))"); !s.ok()) return s;
   if (Status s = check_range("boundary_overlap", c.boundary_overlap, 0, kMaxTokens, " (0: off)"); !s.ok()) return s;
+  if (Status s = check_range("boundary_snap", c.boundary_snap, 0, kMaxTokens, " (0: off)"); !s.ok()) return s;
+  if (c.boundary_snap > 0 && !find_algorithm(c.algorithm)->reads_boundary_overlap) {
+    return invalid_argument("attention config: boundary_snap = " + std::to_string(c.boundary_snap) + " applies to " +
+                            boundary_overlap_algorithm_names() + ", not to " + c.algorithm);
+  }
   if (c.boundary_overlap > 0 && !find_algorithm(c.algorithm)->reads_boundary_overlap) {
     return invalid_argument("attention config: boundary_overlap = " + std::to_string(c.boundary_overlap) +
                             " applies to " + boundary_overlap_algorithm_names() + ", not to " + c.algorithm);

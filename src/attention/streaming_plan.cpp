@@ -6,7 +6,8 @@
 namespace star {
 
 Result<BlockPlan> build_streaming_plan(std::span<const int32_t> context_ids, int n_ranks,
-                                       const AttentionConfig& config) {
+                                       const AttentionConfig& config,
+                                       std::span<const uint8_t> /*sentence_ends*/) {
   if (Status s = validate_attention_config(config); !s.ok()) return s;
   const int64_t context_tokens = static_cast<int64_t>(context_ids.size());
   // One block of the whole context; ranks beyond 0 get nothing.

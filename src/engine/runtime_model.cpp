@@ -5,6 +5,7 @@
 #include "star/engine/cpu_engine_model.h"
 #include "star/model/model_loader.h"
 #include "star/tokenizer/gguf_tokenizer.h"
+#include "star/tokenizer/sentence_ends.h"
 #include "star/tokenizer/tokenizer_json.h"
 
 namespace star {
@@ -27,6 +28,7 @@ Result<RuntimeModel> open_model(const std::filesystem::path& path, KvDType kv_dt
   }();
   if (!tokenizer.ok()) return tokenizer.status();
   out.tokenizer = std::move(*tokenizer);
+  out.sentence_ends = sentence_end_tokens(*out.tokenizer);
   if (loaded->tokenizer_config.is_object() && loaded->tokenizer_config.contains("chat_template") &&
       loaded->tokenizer_config["chat_template"].is_string()) {
     out.chat_template = loaded->tokenizer_config["chat_template"].get<std::string>();

@@ -36,8 +36,9 @@ bool is_request_error(const Status& s) { return s.code() != StatusCode::kInterna
 
 class StepEngine::Impl {
  public:
-  Impl(EngineModel& model, Communicator& comm, StepLimits limits)
+  Impl(EngineModel& model, std::span<const uint8_t> sentence_ends, Communicator& comm, StepLimits limits)
       : model_(model),
+        sentence_ends_(sentence_ends),
         comm_(comm),
         chunk_limit_(ChunkLimit::by_tokens_and_cost(limits.max_num_batched_tokens, limits.max_chunk_cost,
                                                     attention_keys_per_token(model.config()))) {}
@@ -130,6 +131,7 @@ class StepEngine::Impl {
   Status admit(const StepMessage& message, std::vector<SequenceEvent>& events) {
     AdmissionContext admission{
         .model = model_,
+        .sentence_ends = sentence_ends_,
         .comm = comm_,
         .chunk_limit = chunk_limit_,
         .find_context = [this](const std::string& id) -> std::optional<ContextView> {
@@ -278,6 +280,7 @@ class StepEngine::Impl {
   }
 
   EngineModel& model_;
+  std::span<const uint8_t> sentence_ends_;  // the tokenizer's, for boundary_snap; empty without one
   Communicator& comm_;
   ChunkLimit chunk_limit_;
   std::map<int64_t, std::unique_ptr<StepSequence>> sequences_;  // by id: every rank's forward order
@@ -288,9 +291,9 @@ class StepEngine::Impl {
 };
 
 StepEngine::StepEngine(const RuntimeModel& model, Communicator& comm, StepLimits limits)
-    : StepEngine(*model.engine, comm, limits) {}
+    : impl_(std::make_unique<Impl>(*model.engine, model.sentence_ends, comm, limits)) {}
 StepEngine::StepEngine(EngineModel& model, Communicator& comm, StepLimits limits)
-    : impl_(std::make_unique<Impl>(model, comm, limits)) {}
+    : impl_(std::make_unique<Impl>(model, std::span<const uint8_t>{}, comm, limits)) {}
 StepEngine::~StepEngine() = default;
 
 Result<std::vector<SequenceEvent>> StepEngine::step(const StepMessage& message) { return impl_->step(message); }

@@ -110,7 +110,7 @@ Result<std::unique_ptr<StepSequence>> admit_sequence(const AdmissionContext& eng
     return sequence;
   }
 
-  Result<BlockPlan> plan = build_block_plan(spec.context_ids, engine.comm.size(), spec.attention);
+  Result<BlockPlan> plan = build_block_plan(spec.context_ids, engine.comm.size(), spec.attention, engine.sentence_ends);
   if (!plan.ok()) return plan.status();
   if (!sequence->context_only()) {
     if (Status s = check_generation(config, spec, plan->query_position_start); !s.ok()) return s;

@@ -24,6 +24,7 @@ void to_wire(const AttentionConfig& a, wire::Attention& w) {
   w.set_block_size(a.block_size);
   w.set_anchor_size(a.anchor_size);
   w.set_boundary_overlap(a.boundary_overlap);
+  w.set_boundary_snap(a.boundary_snap);
   w.set_sink_tokens(a.sink_tokens);
   w.set_chunk_tokens(a.chunk_tokens);
   w.set_summary_fraction(a.summary_fraction);
@@ -53,6 +54,7 @@ AttentionConfig from_wire(const wire::Attention& w) {
   a.block_size = w.block_size();
   a.anchor_size = w.anchor_size();
   a.boundary_overlap = w.boundary_overlap();
+  a.boundary_snap = w.boundary_snap();
   a.sink_tokens = w.sink_tokens();
   a.chunk_tokens = w.chunk_tokens();
   a.summary_fraction = w.summary_fraction();

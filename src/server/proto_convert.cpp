@@ -13,6 +13,8 @@ Result<AttentionConfig> apply_attention_override(const AttentionConfig& base, co
   if (o.has_algorithm()) j["algorithm"] = o.algorithm();
   if (o.has_block_size()) j["block_size"] = o.block_size();
   if (o.has_anchor_size()) j["anchor_size"] = o.anchor_size();
+  if (o.has_boundary_overlap()) j["boundary_overlap"] = o.boundary_overlap();
+  if (o.has_boundary_snap()) j["boundary_snap"] = o.boundary_snap();
   if (o.has_sink_tokens()) j["sink_tokens"] = o.sink_tokens();
   if (o.has_chunk_tokens()) j["chunk_tokens"] = o.chunk_tokens();
   if (o.has_summary_fraction()) {
@@ -42,6 +44,8 @@ v1::AttentionConfig attention_to_proto(const AttentionConfig& c) {
   p.set_algorithm(c.algorithm);
   p.set_block_size(c.block_size);
   p.set_anchor_size(c.anchor_size);
+  p.set_boundary_overlap(c.boundary_overlap);
+  p.set_boundary_snap(c.boundary_snap);
   p.set_sink_tokens(c.sink_tokens);
   p.set_chunk_tokens(c.chunk_tokens);
   p.set_summary_fraction(c.summary_fraction);

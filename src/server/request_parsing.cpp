@@ -17,9 +17,9 @@ std::vector<int32_t> to_ids(const google::protobuf::RepeatedField<int32_t>& ids)
 // Plans the context as Phase 1 will: catches what the algorithm cannot do with this context on
 // these ranks. The message names the request's `attention` only when the request set it; otherwise
 // the fault is in the server's own configuration.
-Result<BlockPlan> check_plan(std::span<const int32_t> context_ids, const AttentionConfig& attention, int ranks,
-                             bool request_set_attention) {
-  Result<BlockPlan> plan = build_block_plan(context_ids, ranks, attention);
+Result<BlockPlan> check_plan(std::span<const int32_t> context_ids, const AttentionConfig& attention,
+                             const RequestDefaults& defaults, bool request_set_attention) {
+  Result<BlockPlan> plan = build_block_plan(context_ids, defaults.ranks, attention, defaults.model.sentence_ends);
   if (plan.ok()) return plan;
   if (request_set_attention) return invalid_argument("attention: " + plan.status().message());
   return invalid_argument("the server's attention configuration (--attention, --config) cannot run this request: " +
@@ -221,7 +221,8 @@ Result<GenerateWork> parse_generate_request(const v1::GenerateRequest& r, const 
       }
       work.context_id = session.context_id();
       // The context's plan says which rank hosts the query (a kept context needs no new shard).
-      Result<BlockPlan> plan = build_block_plan(*entry->context_ids, defaults.ranks, entry->attention);
+      Result<BlockPlan> plan = build_block_plan(*entry->context_ids, defaults.ranks, entry->attention,
+                                                defaults.model.sentence_ends);
       if (!plan.ok()) return internal_error("context '" + entry->id + "' cannot be planned again: " + plan.status().message());
       work.kv_rank_bytes = generate_rank_bytes(*plan, /*context_kept=*/true, static_cast<int64_t>(work.query_ids.size()),
                                                work.generation.max_tokens, defaults.model.engine->kv_bytes_per_token());
@@ -246,7 +247,7 @@ Result<GenerateWork> parse_generate_request(const v1::GenerateRequest& r, const 
   work.attention = *attention;
   const InferenceRequest request{work.context_ids, work.query_ids, work.attention, work.generation};
   if (Status s = validate_request(config, request); !s.ok()) return s;
-  Result<BlockPlan> plan = check_plan(work.context_ids, work.attention, defaults.ranks, r.has_attention());
+  Result<BlockPlan> plan = check_plan(work.context_ids, work.attention, defaults, r.has_attention());
   if (!plan.ok()) return plan.status();
   work.context_blocks = static_cast<int>(plan->blocks.size());
   work.kv_rank_bytes = generate_rank_bytes(*plan, /*context_kept=*/false, static_cast<int64_t>(work.query_ids.size()),
@@ -291,7 +292,7 @@ Result<CreateContextWork> parse_create_context_request(const v1::CreateContextRe
   Result<AttentionConfig> attention = request_attention(r.has_attention(), r.attention(), defaults.attention);
   if (!attention.ok()) return attention.status();
   work.attention = *attention;
-  Result<BlockPlan> plan = check_plan(work.context_ids, work.attention, defaults.ranks, r.has_attention());
+  Result<BlockPlan> plan = check_plan(work.context_ids, work.attention, defaults, r.has_attention());
   if (!plan.ok()) return plan.status();
   work.context_blocks = static_cast<int>(plan->blocks.size());
   const std::vector<int64_t> rank_bytes = context_rank_bytes(*plan, defaults.model.engine->kv_bytes_per_token());

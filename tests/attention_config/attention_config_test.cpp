@@ -22,6 +22,7 @@ void expect_same(const AttentionConfig& a, const AttentionConfig& b) {
   EXPECT_EQ(a.block_size, b.block_size);
   EXPECT_EQ(a.anchor_size, b.anchor_size);
   EXPECT_EQ(a.boundary_overlap, b.boundary_overlap);
+  EXPECT_EQ(a.boundary_snap, b.boundary_snap);
   EXPECT_EQ(a.sink_tokens, b.sink_tokens);
   EXPECT_EQ(a.chunk_tokens, b.chunk_tokens);
   EXPECT_EQ(a.summary_fraction, b.summary_fraction);
@@ -65,6 +66,11 @@ TEST(Validate, EachFieldNamesItsValueAndRange) {
        {"boundary_overlap = 8", "star, no-anchor, pulsar", "not to ring"}},
       {"boundary_overlap on dense", [](AttentionConfig& c) { c.algorithm = "dense"; c.boundary_overlap = 1; },
        {"boundary_overlap = 1", "not to dense"}},
+      {"boundary_snap", [](AttentionConfig& c) { c.boundary_snap = -2; }, {"boundary_snap", "-2", "[0, 2147483647]"}},
+      {"boundary_snap on ring", [](AttentionConfig& c) { c.algorithm = "ring"; c.boundary_snap = 16; },
+       {"boundary_snap = 16", "star, no-anchor, pulsar", "not to ring"}},
+      {"boundary_snap on streaming", [](AttentionConfig& c) { c.algorithm = "streaming"; c.boundary_snap = 4; },
+       {"boundary_snap = 4", "not to streaming"}},
       {"sink_tokens", [](AttentionConfig& c) { c.sink_tokens = -1; }, {"sink_tokens", "-1", "[0, 2147483647]"}},
       {"chunk_tokens", [](AttentionConfig& c) { c.chunk_tokens = 0; }, {"chunk_tokens", "= 0", "[1, 2147483647]"}},
       {"summary_fraction", [](AttentionConfig& c) { c.summary_fraction = 1.5; }, {"summary_fraction", "1.5", "[0, 1]"}},
@@ -94,6 +100,7 @@ TEST(Json, RoundTripKeepsEveryField) {
   config.block_size = 4096;
   config.anchor_size = 2048;
   config.boundary_overlap = 32;
+  config.boundary_snap = 24;
   config.sink_tokens = 16;
   config.chunk_tokens = 64;
   config.summary_fraction = 0.3;
@@ -106,9 +113,10 @@ TEST(Json, RoundTripKeepsEveryField) {
   config.sparse.algorithm = "skip_softmax";
   config.sparse.skip_softmax = {1000.0, 500.0};
   const nlohmann::json json = attention_config_to_json(config);
-  EXPECT_EQ(json.size(), 14u);
+  EXPECT_EQ(json.size(), 15u);
   EXPECT_EQ(json.at("sparse_attention").at("threshold_scale_factor").at("decode"), 500.0);
   EXPECT_EQ(json.at("boundary_overlap"), 32);
+  EXPECT_EQ(json.at("boundary_snap"), 24);
   EXPECT_EQ(json.at("sink_tokens"), 16);
   EXPECT_EQ(json.at("position_mode"), "contiguous");
   const Result<AttentionConfig> back = attention_config_from_json(json);

@@ -83,7 +83,7 @@ TEST(AlgorithmRegistry, EveryBuilderPlansItsAlgorithmAndEveryCheckAcceptsTheDefa
     const AttentionConfig config = config_for(entry.name);
     EXPECT_TRUE(entry.check_parameters(config).ok());
     for (int ranks : {1, 3}) {
-      Result<BlockPlan> plan = entry.build_plan(token_ids(200), ranks, config);
+      Result<BlockPlan> plan = entry.build_plan(token_ids(200), ranks, config, {});
       ASSERT_TRUE(plan.ok()) << plan.status().to_string();
       EXPECT_EQ(plan->algorithm, entry.name);
       EXPECT_EQ(plan->ranks.size(), static_cast<size_t>(ranks));

@@ -48,6 +48,24 @@ TEST(AttentionOverride, AFullProtoReproducesItsConfig) {
   EXPECT_EQ(attention_config_to_json(*c), attention_config_to_json(from));
 }
 
+TEST(AttentionOverride, TheBlockEdgeRepairsTravel) {
+  AttentionConfig from;
+  from.algorithm = "no-anchor";
+  from.boundary_overlap = 32;
+  from.boundary_snap = 48;
+  Result<AttentionConfig> c = apply_attention_override(AttentionConfig{}, attention_to_proto(from));
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->boundary_overlap, 32);
+  EXPECT_EQ(c->boundary_snap, 48);
+  v1::AttentionConfig o;
+  o.set_algorithm("dense");
+  o.set_boundary_snap(8);
+  c = apply_attention_override(AttentionConfig{}, o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("boundary_snap = 8"), std::string::npos) << c.status().message();
+}
+
 TEST(AttentionOverride, BadValuesNameTheField) {
   v1::AttentionConfig o;
   o.set_chunk_tokens(0);

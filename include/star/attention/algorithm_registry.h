@@ -43,8 +43,9 @@ struct AlgorithmEntry {
   std::string_view help;  // one line for --help
   bool exact = false;     // equals dense up to rounding
   bool blocked = false;   // cuts the context into block_size blocks; otherwise one whole-context pass
-  // Reads boundary_overlap: block i > 0's pass also encodes block i-1's last tokens, keeping only
-  // its own KV (an exact or unblocked algorithm has no block edge to repair).
+  // Reads boundary_overlap and boundary_snap: block i > 0's pass also encodes block i-1's last
+  // tokens, keeping only its own KV, and the edges move back onto sentence ends (an exact or
+  // unblocked algorithm has no block edge to repair).
   bool reads_boundary_overlap = false;
   PlanBuilder build_plan = nullptr;
   // Range checks of the fields the algorithm owns. Every algorithm's check runs on every
@@ -63,7 +64,8 @@ const AlgorithmEntry* find_algorithm(std::string_view name);
 // "dense, star, no-anchor, ring, pulsar, streaming": the registered names in table order.
 std::string algorithm_names();
 
-// The names of the algorithms that read boundary_overlap, as algorithm_names() writes them.
+// The names of the algorithms that read boundary_overlap and boundary_snap, as algorithm_names()
+// writes them.
 std::string boundary_overlap_algorithm_names();
 
 // Help for --attention: the names, each with its help line, one per line.

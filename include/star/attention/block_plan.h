@@ -14,6 +14,7 @@ struct TokenRange {
   int64_t begin = 0;
   int64_t end = 0;
   int64_t size() const { return end - begin; }
+  bool operator==(const TokenRange&) const = default;
 };
 
 // Sink + sliding window (StreamingLLM): a token sees keys [0, sink) and its last `window` keys.

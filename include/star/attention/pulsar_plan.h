@@ -22,6 +22,7 @@ namespace star {
 
 // Blocks as in every blocked plan (block_ranges.h); summaries as in pulsar_summary.h.
 Result<BlockPlan> build_pulsar_plan(std::span<const int32_t> context_ids, int n_ranks,
-                                    const AttentionConfig& config);
+                                    const AttentionConfig& config,
+                                    std::span<const uint8_t> sentence_ends = {});
 
 }  // namespace star

@@ -13,6 +13,7 @@ namespace star {
 
 // Ranks other than 0 hold no tokens (their shards are empty ranges at L).
 Result<BlockPlan> build_streaming_plan(std::span<const int32_t> context_ids, int n_ranks,
-                                       const AttentionConfig& config);
+                                       const AttentionConfig& config,
+                                       std::span<const uint8_t> sentence_ends = {});
 
 }  // namespace star

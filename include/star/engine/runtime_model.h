@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "star/common/status.h"
 #include "star/engine/engine_model.h"
@@ -21,6 +22,7 @@ struct RuntimeModel {
   std::unique_ptr<LlamaModel> llama;
   std::unique_ptr<EngineModel> engine;  // declared after llama: it may refer to it
   std::unique_ptr<Tokenizer> tokenizer;
+  std::vector<uint8_t> sentence_ends;  // per token id, for boundary_snap (tokenizer/sentence_ends.h)
   std::string chat_template;  // tokenizer_config.json's chat_template or GGUF's tokenizer.chat_template, or empty
 };
 

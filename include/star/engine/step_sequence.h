@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,7 @@ struct StepSequence {
 // What admission needs to know of the engine.
 struct AdmissionContext {
   EngineModel& model;
+  std::span<const uint8_t> sentence_ends;  // the tokenizer's (boundary_snap); empty without one
   Communicator& comm;
   ChunkLimit chunk_limit;
   // The kept or borrowed context named `id`, or none.

@@ -34,6 +34,41 @@ Status check_boundary_overlap(std::string_view algorithm, int64_t boundary_overl
   return ok_status();
 }
 
+Status check_boundary_snap(std::string_view algorithm, int64_t boundary_snap) {
+  if (boundary_snap < 0) {
+    return invalid_argument(prefix(algorithm) + "boundary_snap must be >= 0 (0: off), got " +
+                            std::to_string(boundary_snap));
+  }
+  return ok_status();
+}
+
+Status snap_block_edges(std::string_view algorithm, BlockLayout& layout, std::span<const int32_t> context_ids,
+                        std::span<const uint8_t> sentence_ends, int64_t max_shift) {
+  if (Status s = check_boundary_snap(algorithm, max_shift); !s.ok()) return s;
+  if (max_shift == 0) return ok_status();
+  if (sentence_ends.empty()) {
+    return failed_precondition(prefix(algorithm) + "boundary_snap = " + std::to_string(max_shift) +
+                               " needs the tokenizer's sentence ends, and this caller has no tokenizer");
+  }
+  const auto ends_sentence = [&](int64_t token) {
+    const int32_t id = context_ids[static_cast<size_t>(token)];
+    return id >= 0 && static_cast<size_t>(id) < sentence_ends.size() && sentence_ends[static_cast<size_t>(id)] != 0;
+  };
+  std::vector<TokenRange>& blocks = layout.blocks;
+  for (size_t i = 1; i < blocks.size(); ++i) {
+    const int64_t edge = blocks[i].begin;
+    // The edge may land anywhere in [lowest, edge]: token edge-1 ending a sentence keeps it.
+    const int64_t lowest = std::max(edge - max_shift, blocks[i - 1].begin + 1);
+    for (int64_t at = edge; at >= lowest; --at) {
+      if (!ends_sentence(at - 1)) continue;
+      blocks[i - 1].end = at;
+      blocks[i].begin = at;
+      break;
+    }
+  }
+  return ok_status();
+}
+
 Result<BlockLayout> cut_into_blocks(std::string_view algorithm, int64_t context_tokens, int n_ranks,
                                     int64_t block_size) {
   if (Status s = check_rank_count(algorithm, n_ranks); !s.ok()) return s;

@@ -7,7 +7,8 @@ namespace star {
 // only take part in Phase 2 (where an empty shard contributes nothing). An empty context is
 // allowed: then no rank has a step, and the query starts at position 0.
 Result<BlockPlan> build_dense_plan(std::span<const int32_t> context_ids, int n_ranks,
-                                   const AttentionConfig& config) {
+                                   const AttentionConfig& config,
+                                   std::span<const uint8_t> /*sentence_ends*/) {
   if (Status s = check_rank_count("dense", n_ranks); !s.ok()) return s;
   if (Status s = check_block_size("dense", config.block_size); !s.ok()) return s;
   const auto context_tokens = static_cast<int64_t>(context_ids.size());

@@ -9,7 +9,7 @@
 namespace star {
 
 Result<BlockPlan> build_block_plan(std::span<const int32_t> context_ids, int n_ranks,
-                                   const AttentionConfig& config) {
+                                   const AttentionConfig& config, std::span<const uint8_t> sentence_ends) {
   // Positions are int32 (EncodeStep::positions), and so is every query position after them.
   if (context_ids.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
     return invalid_argument("context of " + std::to_string(context_ids.size()) +
@@ -19,7 +19,7 @@ Result<BlockPlan> build_block_plan(std::span<const int32_t> context_ids, int n_r
   if (entry == nullptr) {
     return invalid_argument("algorithm '" + config.algorithm + "' is unknown; allowed: " + algorithm_names());
   }
-  return entry->build_plan(context_ids, n_ranks, config);
+  return entry->build_plan(context_ids, n_ranks, config, sentence_ends);
 }
 
 std::vector<std::string_view> plan_algorithm_names() {

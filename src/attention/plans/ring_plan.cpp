@@ -14,7 +14,8 @@ namespace star {
 // A rank with an empty run still takes an empty segment: the ring's passes are collective, so it
 // forwards its neighbours' K/V (and attends to nothing); an empty context has no ring at all.
 Result<BlockPlan> build_ring_plan(std::span<const int32_t> context_ids, int n_ranks,
-                                  const AttentionConfig& config) {
+                                  const AttentionConfig& config,
+                                  std::span<const uint8_t> /*sentence_ends*/) {
   const auto context_tokens = static_cast<int64_t>(context_ids.size());
   Result<BlockLayout> layout = cut_into_blocks("ring", context_tokens, n_ranks, config.block_size);
   if (!layout.ok()) return layout.status();

@@ -24,14 +24,17 @@ Status check_anchor_size(int64_t anchor_size) {
 // a = anchor_size, or the block size when anchor_size is -1, and never more than |B0|. Ranks
 // beyond the block count hold an empty shard and run nothing, so one block is exactly dense.
 // boundary_overlap puts the previous block's tail between the anchor and Bi (the part the anchor
-// does not already hold), as lead tokens whose KV is not kept.
+// does not already hold), as lead tokens whose KV is not kept. boundary_snap moves the edges back
+// onto sentence ends before any of that; the anchor is then the snapped B0 (a <= |B0|).
 Result<BlockPlan> build_star_plan(std::span<const int32_t> context_ids, int n_ranks,
-                                  const AttentionConfig& config) {
+                                  const AttentionConfig& config,
+                                  std::span<const uint8_t> sentence_ends) {
   if (Status s = check_anchor_size(config.anchor_size); !s.ok()) return s;
   if (Status s = check_boundary_overlap("star", config.boundary_overlap); !s.ok()) return s;
   const auto context_tokens = static_cast<int64_t>(context_ids.size());
   Result<BlockLayout> layout = cut_into_blocks("star", context_tokens, n_ranks, config.block_size);
   if (!layout.ok()) return layout.status();
+  if (Status s = snap_block_edges("star", *layout, context_ids, sentence_ends, config.boundary_snap); !s.ok()) return s;
   BlockPlan plan = plan_with_shards("star", *layout, context_tokens);
 
   if (plan.blocks.empty()) return plan;

@@ -5,6 +5,7 @@
 
 #include "star/attention/attention_config_io.h"
 #include "star/attention/block_ranges.h"
+#include "star/attention/plans/blocking.h"
 #include "star/attention/pulsar_summary.h"
 
 namespace star {
@@ -36,11 +37,15 @@ EncodeStep make_step(EncodeStep::Kind kind, std::span<const int32_t> ids, const 
 }  // namespace
 
 Result<BlockPlan> build_pulsar_plan(std::span<const int32_t> context_ids, int n_ranks,
-                                    const AttentionConfig& config) {
+                                    const AttentionConfig& config,
+                                    std::span<const uint8_t> sentence_ends) {
   if (Status s = validate_attention_config(config); !s.ok()) return s;
   const int64_t context_tokens = static_cast<int64_t>(context_ids.size());
   Result<BlockLayout> layout_or = split_into_blocks(context_tokens, config.block_size, n_ranks);
   if (!layout_or.ok()) return layout_or.status();
+  if (Status s = snap_block_edges("pulsar", *layout_or, context_ids, sentence_ends, config.boundary_snap); !s.ok()) {
+    return s;
+  }
   const BlockLayout& layout = *layout_or;
   const std::vector<TokenRange>& blocks = layout.blocks;
   const int n_blocks = static_cast<int>(blocks.size());

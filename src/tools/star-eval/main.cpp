@@ -146,13 +146,13 @@ std::vector<eval::TaskSample> samples_at(const Options& o, const Tokenizer& tok,
 
 // The backend's own verdict on a column (its plan's steps, RocketKV), so that a column it cannot run
 // (ring or RocketKV on cuda) stops the run before any request rather than after earlier columns.
-Status backend_runs_column(const EngineModel& engine, int ranks, const eval::EvalVariant& column,
+Status backend_runs_column(const RuntimeModel& model, int ranks, const eval::EvalVariant& column,
                            std::span<const int32_t> context, int blocks) {
   const AttentionConfig config = eval::with_blocks(column.config, static_cast<int64_t>(context.size()), blocks);
-  Result<BlockPlan> plan = build_block_plan(context, ranks, config);
+  Result<BlockPlan> plan = build_block_plan(context, ranks, config, model.sentence_ends);
   if (!plan.ok()) return plan.status();
-  if (Status s = check_backend_runs(engine, *plan); !s.ok()) return s;
-  return config.sparse.algorithm == "rocket" ? engine.supports_rocket() : ok_status();
+  if (Status s = check_backend_runs(*model.engine, *plan); !s.ok()) return s;
+  return config.sparse.algorithm == "rocket" ? model.engine->supports_rocket() : ok_status();
 }
 
 // Every sample's answer (rank 0; the other ranks get empty texts): one request at a time, or
@@ -273,7 +273,7 @@ int run(const Options& o, Communicator& comm) {
     }
     if (o.tasks_only) continue;
     for (const eval::EvalVariant& column : o.columns) {
-      if (Status st = backend_runs_column(*model->engine, comm.size(), column, ids.front().context, o.blocks); !st.ok()) {
+      if (Status st = backend_runs_column(*model, comm.size(), column, ids.front().context, o.blocks); !st.ok()) {
         if (root) spdlog::error("column {} at {} tokens: {}", column.name, length, st.to_string());
         return 2;
       }

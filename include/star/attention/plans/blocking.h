@@ -20,6 +20,14 @@ namespace star {
 Result<BlockLayout> cut_into_blocks(std::string_view algorithm, int64_t context_tokens, int n_ranks,
                                  int64_t block_size);
 
+// boundary_snap: moves each inner edge of `layout` back to just after the nearest token, at most
+// max_shift tokens before it, that ends a sentence or a line (sentence_ends[id] != 0), never so far
+// that the block before it empties; an edge with no such token in reach stays where it was. Blocks
+// keep their indices and ranks their runs; only the ranges move. max_shift 0: nothing moves.
+// FAILED_PRECONDITION when max_shift > 0 and sentence_ends is empty (a caller without a tokenizer).
+Status snap_block_edges(std::string_view algorithm, BlockLayout& layout, std::span<const int32_t> context_ids,
+                        std::span<const uint8_t> sentence_ends, int64_t max_shift);
+
 // A plan with blocks, one RankPlan per rank with its shard (no steps yet), the query host (the rank
 // with the last block) and query positions starting at L.
 BlockPlan plan_with_shards(std::string algorithm, const BlockLayout& layout, int64_t context_tokens);
@@ -38,5 +46,6 @@ EncodeStep overlapped_block_step(std::span<const int32_t> context_ids, const std
 Status check_rank_count(std::string_view algorithm, int n_ranks);
 Status check_block_size(std::string_view algorithm, int64_t block_size);
 Status check_boundary_overlap(std::string_view algorithm, int64_t boundary_overlap);
+Status check_boundary_snap(std::string_view algorithm, int64_t boundary_snap);
 
 }  // namespace star

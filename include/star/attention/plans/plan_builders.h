@@ -12,16 +12,23 @@
 
 namespace star {
 
+// sentence_ends: per token id, whether the token ends a sentence or a line
+// (tokenizer/sentence_ends.h); the blocked builders move their edges onto those with
+// config.boundary_snap. Empty: the caller has no tokenizer.
 using PlanBuilder = Result<BlockPlan> (*)(std::span<const int32_t> context_ids, int n_ranks,
-                                          const AttentionConfig& config);
+                                          const AttentionConfig& config, std::span<const uint8_t> sentence_ends);
 
 Result<BlockPlan> build_dense_plan(std::span<const int32_t> context_ids, int n_ranks,
-                                   const AttentionConfig& config);
+                                   const AttentionConfig& config,
+                                   std::span<const uint8_t> sentence_ends = {});
 Result<BlockPlan> build_star_plan(std::span<const int32_t> context_ids, int n_ranks,
-                                  const AttentionConfig& config);
+                                  const AttentionConfig& config,
+                                  std::span<const uint8_t> sentence_ends = {});
 Result<BlockPlan> build_no_anchor_plan(std::span<const int32_t> context_ids, int n_ranks,
-                                       const AttentionConfig& config);
+                                       const AttentionConfig& config,
+                                       std::span<const uint8_t> sentence_ends = {});
 Result<BlockPlan> build_ring_plan(std::span<const int32_t> context_ids, int n_ranks,
-                                  const AttentionConfig& config);
+                                  const AttentionConfig& config,
+                                  std::span<const uint8_t> sentence_ends = {});
 
 }  // namespace star

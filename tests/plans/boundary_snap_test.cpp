@@ -1,0 +1,152 @@
+// boundary_snap: block edges move back onto the end of a sentence or a line. Small layouts worked by
+// hand, then a grid checked against the rule stated the other way round (an edge lands on the
+// latest sentence end in reach, else stays), for every algorithm that reads it.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "star/attention/plan_builder.h"
+
+namespace star {
+namespace {
+
+using Kind = EncodeStep::Kind;
+
+constexpr int32_t kFullStop = 7;  // the one id the tables below say ends a sentence
+
+std::vector<uint8_t> full_stop_ends() {
+  std::vector<uint8_t> ends(16, 0);
+  ends[kFullStop] = 1;
+  return ends;
+}
+
+AttentionConfig snapping(const std::string& algorithm, int64_t block_size, int64_t snap) {
+  AttentionConfig config;
+  config.algorithm = algorithm;
+  config.block_size = block_size;
+  config.boundary_snap = snap;
+  return config;
+}
+
+TEST(BoundarySnap, StarEdgesMoveBackOntoTheLastSentenceEndInReach) {
+  // L = 24, b = 8: edges at 8 and 16. Token 5 ends a sentence, so edge 8 lands at 6; token 15 does,
+  // so edge 16 stays (the sentence already ends there).
+  std::vector<int32_t> ids(24, 1);
+  ids[5] = kFullStop;
+  ids[15] = kFullStop;
+  const std::vector<uint8_t> ends = full_stop_ends();
+  Result<BlockPlan> plan = build_block_plan(ids, 1, snapping("star", 8, 4), ends);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  EXPECT_EQ(plan->blocks, (std::vector<TokenRange>{{0, 6}, {6, 16}, {16, 24}}));
+  // The anchor is the snapped block 0, and every block's pass holds its own tokens.
+  const std::vector<EncodeStep>& steps = plan->ranks[0].steps;
+  ASSERT_EQ(steps.size(), 4u);
+  EXPECT_EQ(steps[0].positions, (std::vector<int32_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(steps[1].kind, Kind::kExtendPrefix);
+  EXPECT_EQ(steps[1].positions, (std::vector<int32_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(steps[2].positions.front(), 6);
+  EXPECT_EQ(steps[2].positions.back(), 15);
+  EXPECT_EQ(steps[3].positions.front(), 16);
+}
+
+TEST(BoundarySnap, AnEdgeWithNoSentenceEndInReachStays) {
+  // Token 2 ends a sentence, 6 tokens before edge 8: out of reach of a 4-token snap, in reach of 6.
+  std::vector<int32_t> ids(16, 1);
+  ids[1] = kFullStop;
+  const std::vector<uint8_t> ends = full_stop_ends();
+  Result<BlockPlan> near = build_block_plan(ids, 2, snapping("no-anchor", 8, 4), ends);
+  Result<BlockPlan> far = build_block_plan(ids, 2, snapping("no-anchor", 8, 6), ends);
+  ASSERT_TRUE(near.ok() && far.ok());
+  EXPECT_EQ(near->blocks, (std::vector<TokenRange>{{0, 8}, {8, 16}}));
+  EXPECT_EQ(far->blocks, (std::vector<TokenRange>{{0, 2}, {2, 16}}));
+  // The shards follow the blocks: rank 1 now holds [2, 16).
+  EXPECT_EQ(far->ranks[0].shard, (TokenRange{0, 2}));
+  EXPECT_EQ(far->ranks[1].shard, (TokenRange{2, 16}));
+}
+
+TEST(BoundarySnap, NoBlockEmpties) {
+  // b = 2 and only token 0 ends a sentence: edge 2 may move to 1, edge 4 may not pass it.
+  std::vector<int32_t> ids(6, 1);
+  ids[0] = kFullStop;
+  const std::vector<uint8_t> ends = full_stop_ends();
+  Result<BlockPlan> plan = build_block_plan(ids, 3, snapping("no-anchor", 2, 100), ends);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  EXPECT_EQ(plan->blocks, (std::vector<TokenRange>{{0, 1}, {1, 4}, {4, 6}}));
+}
+
+// The rule from the other side: a snapped edge e' of edge e is e itself when no token in reach ends a
+// sentence, else a sentence end (token e'-1) with no later one before e; and blocks tile the context.
+TEST(BoundarySnap, EveryReadingAlgorithmLandsOnTheLatestSentenceEndOverAGrid) {
+  std::mt19937 rng(5);
+  std::vector<int32_t> ids(500);
+  for (int32_t& id : ids) id = static_cast<int32_t>(rng() % 16);  // 1 in 16 ends a sentence
+  const std::vector<uint8_t> ends = full_stop_ends();
+  for (const char* algorithm : {"star", "no-anchor", "pulsar"}) {
+    for (int64_t block : {int64_t{37}, int64_t{64}, int64_t{125}}) {
+      for (int64_t snap : {int64_t{1}, int64_t{8}, int64_t{40}}) {
+        SCOPED_TRACE(std::string(algorithm) + " b=" + std::to_string(block) + " snap=" + std::to_string(snap));
+        Result<BlockPlan> plan = build_block_plan(ids, 2, snapping(algorithm, block, snap), ends);
+        ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+        const std::vector<TokenRange>& blocks = plan->blocks;
+        ASSERT_EQ(blocks.size(), static_cast<size_t>((500 + block - 1) / block));
+        EXPECT_EQ(blocks.front().begin, 0);
+        EXPECT_EQ(blocks.back().end, 500);
+        for (size_t i = 1; i < blocks.size(); ++i) {
+          const int64_t edge = static_cast<int64_t>(i) * block;
+          const int64_t at = blocks[i].begin;
+          ASSERT_EQ(blocks[i - 1].end, at);
+          ASSERT_GT(at, blocks[i - 1].begin);
+          ASSERT_LE(at, edge);
+          ASSERT_GE(at, edge - snap);
+          int64_t latest = -1;
+          for (int64_t t = edge - 1; t >= std::max(edge - snap - 1, blocks[i - 1].begin); --t) {
+            if (ids[static_cast<size_t>(t)] == kFullStop) {
+              latest = t + 1;
+              break;
+            }
+          }
+          EXPECT_EQ(at, latest > blocks[i - 1].begin ? latest : edge);
+        }
+      }
+    }
+  }
+}
+
+TEST(BoundarySnap, OffLeavesTheBlocksAsTheyWere) {
+  std::vector<int32_t> ids(24, kFullStop);
+  Result<BlockPlan> off = build_block_plan(ids, 2, snapping("star", 7, 0), full_stop_ends());
+  Result<BlockPlan> plain = build_block_plan(ids, 2, snapping("star", 7, 0));
+  ASSERT_TRUE(off.ok() && plain.ok());
+  EXPECT_EQ(off->blocks, (std::vector<TokenRange>{{0, 7}, {7, 14}, {14, 21}, {21, 24}}));
+  EXPECT_EQ(plain->blocks, off->blocks);
+}
+
+TEST(BoundarySnap, ACallerWithoutATokenizerIsToldSo) {
+  const std::vector<int32_t> ids(24, 1);
+  for (const char* algorithm : {"star", "no-anchor", "pulsar"}) {
+    SCOPED_TRACE(algorithm);
+    Result<BlockPlan> plan = build_block_plan(ids, 2, snapping(algorithm, 8, 4));
+    ASSERT_FALSE(plan.ok());
+    EXPECT_EQ(plan.status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(plan.status().message().find("boundary_snap = 4"), std::string::npos) << plan.status().message();
+    EXPECT_NE(plan.status().message().find("tokenizer"), std::string::npos) << plan.status().message();
+  }
+}
+
+TEST(BoundarySnap, ANegativeSnapIsRefused) {
+  const std::vector<int32_t> ids(24, 1);
+  const std::vector<uint8_t> ends = full_stop_ends();
+  for (const char* algorithm : {"star", "no-anchor", "pulsar"}) {
+    Result<BlockPlan> plan = build_block_plan(ids, 2, snapping(algorithm, 8, -3), ends);
+    ASSERT_FALSE(plan.ok()) << algorithm;
+    EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(plan.status().message().find("boundary_snap"), std::string::npos) << plan.status().message();
+    EXPECT_NE(plan.status().message().find("-3"), std::string::npos) << plan.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace star
