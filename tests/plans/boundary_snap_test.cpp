@@ -115,6 +115,29 @@ TEST(BoundarySnap, EveryReadingAlgorithmLandsOnTheLatestSentenceEndOverAGrid) {
   }
 }
 
+// Pulsar's summary budget is a fraction of the block size: an edge that moves back a few tokens must
+// not cost a chunk (at b = 256, 12.5% is 32 tokens, one chunk: B0's 250 tokens would give none).
+TEST(BoundarySnap, PulsarKeepsItsSummaryBudget) {
+  std::vector<int32_t> ids(1024, 1);
+  for (size_t i = 9; i < ids.size(); i += 10) ids[i] = kFullStop;  // a sentence every 10 tokens
+  const std::vector<uint8_t> ends = full_stop_ends();
+  Result<BlockPlan> plain = build_block_plan(ids, 2, snapping("pulsar", 256, 0), ends);
+  Result<BlockPlan> snapped = build_block_plan(ids, 2, snapping("pulsar", 256, 8), ends);
+  ASSERT_TRUE(plain.ok() && snapped.ok()) << snapped.status().to_string();
+  ASSERT_EQ(snapped->blocks[1].begin, 250);
+  const auto prefix_tokens = [](const BlockPlan& plan, int rank) {
+    size_t tokens = 0;
+    for (const EncodeStep& step : plan.ranks[static_cast<size_t>(rank)].steps) {
+      if (step.kind == Kind::kExtendPrefix) tokens += step.token_ids.size();
+    }
+    return tokens;
+  };
+  // Rank 1 reads the sink (64) and one 32-token chunk of each of B0 and B1 before B2, and one of B2
+  // before B3: with the budget kept, as many prefix tokens as without the snap.
+  EXPECT_EQ(prefix_tokens(*plain, 1), 64u + 3 * 32u);
+  EXPECT_EQ(prefix_tokens(*snapped, 1), prefix_tokens(*plain, 1));
+}
+
 TEST(BoundarySnap, OffLeavesTheBlocksAsTheyWere) {
   std::vector<int32_t> ids(24, kFullStop);
   Result<BlockPlan> off = build_block_plan(ids, 2, snapping("star", 7, 0), full_stop_ends());

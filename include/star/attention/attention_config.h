@@ -21,8 +21,8 @@ struct AttentionConfig {
   // so that text cut by a block edge is read whole. 0: off (the papers' plans).
   int64_t boundary_overlap = 0;
   // star, no-anchor, pulsar: each inner block edge moves back by at most boundary_snap tokens to
-  // just after a token that ends a sentence or a line, so that a sentence is not cut at all (no
-  // Phase 1 tokens added; the blocks' sizes differ by up to that much). 0: off.
+  // just after a token that ends a sentence or a line, so that no sentence of up to that many
+  // tokens is cut (no Phase 1 tokens added; the blocks' sizes differ by up to that much). 0: off.
   int64_t boundary_snap = 0;
 
   // pulsar

@@ -110,6 +110,8 @@ struct StepLimits {
 class StepEngine {
  public:
   StepEngine(const RuntimeModel& model, Communicator& comm, StepLimits limits);
+  // Without the model's tokenizer there is no sentence-end table: a request with boundary_snap is
+  // refused (FAILED_PRECONDITION). Every rank of one engine must be built the same way.
   StepEngine(EngineModel& model, Communicator& comm, StepLimits limits);
   ~StepEngine();
   StepEngine(const StepEngine&) = delete;

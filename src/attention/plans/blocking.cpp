@@ -48,7 +48,7 @@ Status snap_block_edges(std::string_view algorithm, BlockLayout& layout, std::sp
   if (max_shift == 0) return ok_status();
   if (sentence_ends.empty()) {
     return failed_precondition(prefix(algorithm) + "boundary_snap = " + std::to_string(max_shift) +
-                               " needs the tokenizer's sentence ends, and this caller has no tokenizer");
+                               " needs the tokenizer's sentence-end table, and this caller passed none");
   }
   const auto ends_sentence = [&](int64_t token) {
     const int32_t id = context_ids[static_cast<size_t>(token)];

@@ -61,7 +61,9 @@ Result<BlockPlan> build_pulsar_plan(std::span<const int32_t> context_ids, int n_
   const SummaryParams params{
       .scoring = *parse_summary_scoring(config.scoring),
       .chunk_tokens = config.chunk_tokens,
-      .budget_chunks = summary_budget_chunks(config, blocks.front().size()),
+      // The block size, not B0's: a snapped edge may shorten B0 by a few tokens, and the budget
+      // should not drop a chunk for it.
+      .budget_chunks = summary_budget_chunks(config, layout.block_size),
       .sink_tokens = config.sink_tokens,
   };
   // The last block's summary would feed no pass.

@@ -77,7 +77,7 @@ int run_rocket_command(const CLI::App& command, const RocketCommandOptions& o) {
   std::vector<int32_t> context_ids, query_ids;
   for (int64_t i = 0; i < o.context; ++i) context_ids.push_back(static_cast<int32_t>(rng() % vocab));
   for (int64_t i = 0; i < o.query; ++i) query_ids.push_back(static_cast<int32_t>(rng() % vocab));
-  Result<BlockPlan> plan = build_block_plan(context_ids, comm.size(), *attention);
+  Result<BlockPlan> plan = build_block_plan(context_ids, comm.size(), *attention, model->sentence_ends);
   if (!plan.ok()) return fail(plan.status(), 2);
   if (Status s = engine.supports_rocket(); !s.ok()) return fail(s, 2);
   if (Status s = check_rocket_plan(*plan, o.rocket); !s.ok()) return fail(s, 2);

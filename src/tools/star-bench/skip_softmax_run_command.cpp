@@ -85,7 +85,7 @@ int run_skip_softmax_run_command(const CLI::App& command, const SkipSoftmaxRunCo
   std::vector<int32_t> context_ids, query_ids;
   for (int64_t i = 0; i < o.context; ++i) context_ids.push_back(static_cast<int32_t>(rng() % vocab));
   for (int64_t i = 0; i < o.query; ++i) query_ids.push_back(static_cast<int32_t>(rng() % vocab));
-  Result<BlockPlan> plan = build_block_plan(context_ids, comm.size(), *attention);
+  Result<BlockPlan> plan = build_block_plan(context_ids, comm.size(), *attention, model->sentence_ends);
   if (!plan.ok()) return fail(plan.status(), 2);
 
   EncodedContext context;

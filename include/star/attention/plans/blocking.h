@@ -1,7 +1,8 @@
-// Shared by the plan builders of star, no-anchor and ring: the block layout of block_ranges.h, and
-// the parts of a BlockPlan that every block-wise algorithm fills the same way. A context with fewer
-// blocks than ranks (an empty context included) leaves the surplus ranks an empty shard: they run
-// no Phase 1 step of their own, and in Phase 2 their partial (log-sum-exp -inf) is exactly neutral.
+// Shared by the plan builders of star, no-anchor and ring (pulsar takes the edge snapping): the
+// block layout of block_ranges.h, and the parts of a BlockPlan that every block-wise algorithm fills
+// the same way. A context with fewer blocks than ranks (an empty context included) leaves the
+// surplus ranks an empty shard: they run no Phase 1 step of their own, and in Phase 2 their partial
+// (log-sum-exp -inf) is exactly neutral.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +25,7 @@ Result<BlockLayout> cut_into_blocks(std::string_view algorithm, int64_t context_
 // max_shift tokens before it, that ends a sentence or a line (sentence_ends[id] != 0), never so far
 // that the block before it empties; an edge with no such token in reach stays where it was. Blocks
 // keep their indices and ranks their runs; only the ranges move. max_shift 0: nothing moves.
-// FAILED_PRECONDITION when max_shift > 0 and sentence_ends is empty (a caller without a tokenizer).
+// FAILED_PRECONDITION when max_shift > 0 and sentence_ends is empty (a caller that passed no table).
 Status snap_block_edges(std::string_view algorithm, BlockLayout& layout, std::span<const int32_t> context_ids,
                         std::span<const uint8_t> sentence_ends, int64_t max_shift);
 
