@@ -167,10 +167,15 @@ def main():
         samples = []
         server = Server(a.bin, a.model, a.ranks, work)
         try:
+            misses = 0
             while len(samples) < a.samples:
                 s = make_sample(server, rng, a.context_tokens, a.blocks, a.format == "chatml")
                 if s:
                     samples.append(s)
+                    continue
+                misses += 1
+                if misses == 100:
+                    sys.exit(f"no inner block edge cuts a needle in {a.context_tokens} tokens and {a.blocks} blocks")
             for overlap, snap in repairs:
                 runs = ["dense"] if overlap == 0 and snap == 0 and not a.skip_dense else []
                 runs += a.algorithms.split(",")

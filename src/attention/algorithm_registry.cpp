@@ -43,10 +43,10 @@ std::string algorithm_names() {
   return names;
 }
 
-std::string boundary_overlap_algorithm_names() {
+std::string block_edge_repair_algorithm_names() {
   std::string names;
   for (const AlgorithmEntry& entry : kAlgorithms) {
-    if (!entry.reads_boundary_overlap) continue;
+    if (!entry.repairs_block_edges) continue;
     if (!names.empty()) names += ", ";
     names += entry.name;
   }

@@ -7,6 +7,7 @@
 #include <limits>
 #include <stdexcept>
 #include <type_traits>
+#include <utility>
 #include <variant>
 
 #include "star/attention/algorithm_registry.h"
@@ -123,15 +124,12 @@ Status validate_attention_config(const AttentionConfig& c) {
                             algorithm_names() + "}");
   }
   if (Status s = check_range("block_size", c.block_size, 0, kMaxTokens, " (0: ceil(L / ranks))"); !s.ok()) return s;
-  if (Status s = check_range("boundary_overlap", c.boundary_overlap, 0, kMaxTokens, " (0: off)"); !s.ok()) return s;
-  if (Status s = check_range("boundary_snap", c.boundary_snap, 0, kMaxTokens, " (0: off)"); !s.ok()) return s;
-  if (c.boundary_snap > 0 && !find_algorithm(c.algorithm)->reads_boundary_overlap) {
-    return invalid_argument("attention config: boundary_snap = " + std::to_string(c.boundary_snap) + " applies to " +
-                            boundary_overlap_algorithm_names() + ", not to " + c.algorithm);
-  }
-  if (c.boundary_overlap > 0 && !find_algorithm(c.algorithm)->reads_boundary_overlap) {
-    return invalid_argument("attention config: boundary_overlap = " + std::to_string(c.boundary_overlap) +
-                            " applies to " + boundary_overlap_algorithm_names() + ", not to " + c.algorithm);
+  for (const auto& [name, value] : {std::pair{"boundary_overlap", c.boundary_overlap}, {"boundary_snap", c.boundary_snap}}) {
+    if (Status s = check_range(name, value, 0, kMaxTokens, " (0: off)"); !s.ok()) return s;
+    if (value > 0 && !find_algorithm(c.algorithm)->repairs_block_edges) {
+      return invalid_argument("attention config: " + std::string(name) + " = " + std::to_string(value) +
+                              " applies to " + block_edge_repair_algorithm_names() + ", not to " + c.algorithm);
+    }
   }
   for (const AlgorithmEntry& entry : algorithm_registry()) {
     if (Status s = entry.check_parameters(c); !s.ok()) return s;

@@ -43,10 +43,10 @@ struct AlgorithmEntry {
   std::string_view help;  // one line for --help
   bool exact = false;     // equals dense up to rounding
   bool blocked = false;   // cuts the context into block_size blocks; otherwise one whole-context pass
-  // Reads boundary_overlap and boundary_snap: block i > 0's pass also encodes block i-1's last
-  // tokens, keeping only its own KV, and the edges move back onto sentence ends (an exact or
-  // unblocked algorithm has no block edge to repair).
-  bool reads_boundary_overlap = false;
+  // Takes the block-edge repairs: boundary_overlap (block i > 0's pass also encodes block i-1's last
+  // tokens, keeping only its own KV) and boundary_snap (edges move back onto sentence ends). An
+  // exact or unblocked algorithm has no block edge to repair.
+  bool repairs_block_edges = false;
   PlanBuilder build_plan = nullptr;
   // Range checks of the fields the algorithm owns. Every algorithm's check runs on every
   // configuration (validate_attention_config), so a bad value is refused before anyone switches to
@@ -64,9 +64,8 @@ const AlgorithmEntry* find_algorithm(std::string_view name);
 // "dense, star, no-anchor, ring, pulsar, streaming": the registered names in table order.
 std::string algorithm_names();
 
-// The names of the algorithms that read boundary_overlap and boundary_snap, as algorithm_names()
-// writes them.
-std::string boundary_overlap_algorithm_names();
+// The names of the algorithms that take the block-edge repairs, as algorithm_names() writes them.
+std::string block_edge_repair_algorithm_names();
 
 // Help for --attention: the names, each with its help line, one per line.
 const std::string& algorithm_flag_help();

@@ -34,17 +34,12 @@ Status check_boundary_overlap(std::string_view algorithm, int64_t boundary_overl
   return ok_status();
 }
 
-Status check_boundary_snap(std::string_view algorithm, int64_t boundary_snap) {
-  if (boundary_snap < 0) {
-    return invalid_argument(prefix(algorithm) + "boundary_snap must be >= 0 (0: off), got " +
-                            std::to_string(boundary_snap));
-  }
-  return ok_status();
-}
-
 Status snap_block_edges(std::string_view algorithm, BlockLayout& layout, std::span<const int32_t> context_ids,
                         std::span<const uint8_t> sentence_ends, int64_t max_shift) {
-  if (Status s = check_boundary_snap(algorithm, max_shift); !s.ok()) return s;
+  if (max_shift < 0) {
+    return invalid_argument(prefix(algorithm) + "boundary_snap must be >= 0 (0: off), got " +
+                            std::to_string(max_shift));
+  }
   if (max_shift == 0) return ok_status();
   if (sentence_ends.empty()) {
     return failed_precondition(prefix(algorithm) + "boundary_snap = " + std::to_string(max_shift) +

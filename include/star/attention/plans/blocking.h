@@ -47,6 +47,5 @@ EncodeStep overlapped_block_step(std::span<const int32_t> context_ids, const std
 Status check_rank_count(std::string_view algorithm, int n_ranks);
 Status check_block_size(std::string_view algorithm, int64_t block_size);
 Status check_boundary_overlap(std::string_view algorithm, int64_t boundary_overlap);
-Status check_boundary_snap(std::string_view algorithm, int64_t boundary_snap);
 
 }  // namespace star
