@@ -18,9 +18,12 @@ as token ids (gRPC TokenInput), built sentence by sentence from the server's own
 exact. One star-server answers every configuration: each request sets algorithm, block size,
 boundary_overlap and boundary_snap; dense runs once, beside overlap 0 and snap 0 (unless
 --skip-dense). With a snap the server moves the edge back onto the sentence end before the needle,
-so the needle is no longer cut: the samples stay the same. Scoring is RULER's string_match_all (the
-value is in the answer). Needs python3-grpcio and protoc with grpc_python_plugin (or grpc_tools).
-Deterministic for a seed: greedy decoding, the same samples.
+so the needle is no longer cut: the samples stay the same (star with its default anchor keeps its
+first edge, where the anchor already holds the whole of block 0). Scoring is RULER's
+string_match_all (the value is in the answer). Needs python3-grpcio and protoc with
+grpc_python_plugin (or grpc_tools). Deterministic for a seed: greedy decoding, the same samples.
+--update reruns only the configurations asked for into an existing --out of the same samples,
+replacing their cells in place (after a change to one algorithm, without rerunning the others).
 """
 import argparse
 import json
@@ -141,6 +144,10 @@ def make_sample(server, rng, context_tokens, blocks, chat):
             "edge": edge, "needle": [start, start + len(needle)], "context_tokens": len(context)}
 
 
+def sample_record(sample):
+    return {k: sample[k] for k in ("value", "block_size", "edge", "needle", "context_tokens")}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", required=True, help="directory with star-server and star-client")
@@ -149,7 +156,7 @@ def main():
     ap.add_argument("--samples", type=int, default=10)
     ap.add_argument("--blocks", type=int, default=4)
     ap.add_argument("--ranks", type=int, default=2)
-    ap.add_argument("--overlaps", default="0,64", help="boundary_overlap values; 0 also runs dense")
+    ap.add_argument("--overlaps", default="0,64", help="boundary_overlap values; 0 also runs dense; '' none")
     ap.add_argument("--snaps", default="0", help="boundary_snap values, each run with overlap 0")
     ap.add_argument("--algorithms", default="star,no-anchor")
     ap.add_argument("--seed", type=int, default=1)
@@ -157,11 +164,20 @@ def main():
     ap.add_argument("--skip-dense", action="store_true",
                     help="leave dense out of overlap 0 (an earlier run of the same samples has it)")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--update", action="store_true",
+                    help="replace (or add) only these configurations' cells in --out, whose samples must be these")
     a = ap.parse_args()
     rng = random.Random(a.seed)
     # Each repair alone: every overlap without a snap, then every snap without an overlap.
-    overlaps, snaps = [int(o) for o in a.overlaps.split(",")], [int(n) for n in a.snaps.split(",")]
+    overlaps = [int(o) for o in a.overlaps.split(",") if o]
+    snaps = [int(n) for n in a.snaps.split(",") if n]
     repairs = [(o, 0) for o in overlaps] + [(0, n) for n in snaps if n]
+    previous = None
+    if a.update:
+        if not os.path.exists(a.out):
+            sys.exit(f"--update: {a.out} does not exist (run without --update first)")
+        with open(a.out) as f:
+            previous = json.load(f)
     cells = []
     with tempfile.TemporaryDirectory() as work:
         samples = []
@@ -176,6 +192,8 @@ def main():
                 misses += 1
                 if misses == 100:
                     sys.exit(f"no inner block edge cuts a needle in {a.context_tokens} tokens and {a.blocks} blocks")
+            if previous and previous["samples"] != [sample_record(s) for s in samples]:
+                sys.exit(f"--update: {a.out} holds other samples (another seed, length, model or block count)")
             for overlap, snap in repairs:
                 runs = ["dense"] if overlap == 0 and snap == 0 and not a.skip_dense else []
                 runs += a.algorithms.split(",")
@@ -193,11 +211,15 @@ def main():
                     print(f"{algorithm:10s} overlap {overlap:4d} snap {snap:4d}: {right}/{len(samples)}", flush=True)
         finally:
             server.stop()
+    if previous:
+        def key(c):
+            return c["algorithm"], c["boundary_overlap"], c.get("boundary_snap", 0)
+        fresh = {key(c): c for c in cells}
+        cells = [fresh.pop(key(c), c) for c in previous["cells"]] + list(fresh.values())
     result = {"model": os.path.basename(os.path.normpath(a.model)), "format": a.format,
               "context_tokens": a.context_tokens, "blocks": a.blocks,
               "ranks": a.ranks, "seed": a.seed,
-              "samples": [{k: s[k] for k in ("value", "block_size", "edge", "needle", "context_tokens")}
-                          for s in samples],
+              "samples": [sample_record(s) for s in samples],
               "cells": cells}
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     with open(a.out, "w") as f:

@@ -32,24 +32,35 @@ AttentionConfig snapping(const std::string& algorithm, int64_t block_size, int64
 }
 
 TEST(BoundarySnap, StarEdgesMoveBackOntoTheLastSentenceEndInReach) {
-  // L = 24, b = 8: edges at 8 and 16. Token 5 ends a sentence, so edge 8 lands at 6; token 15 does,
-  // so edge 16 stays (the sentence already ends there).
+  // L = 24, b = 8: edges at 8 and 16. Tokens 5 and 13 end sentences. The anchor (all of B0) is read
+  // whole in front of B1, so edge 8 cuts nothing and stays; edge 16 lands at 14.
   std::vector<int32_t> ids(24, 1);
   ids[5] = kFullStop;
-  ids[15] = kFullStop;
+  ids[13] = kFullStop;
   const std::vector<uint8_t> ends = full_stop_ends();
   Result<BlockPlan> plan = build_block_plan(ids, 1, snapping("star", 8, 4), ends);
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
-  EXPECT_EQ(plan->blocks, (std::vector<TokenRange>{{0, 6}, {6, 16}, {16, 24}}));
-  // The anchor is the snapped block 0, and every block's pass holds its own tokens.
+  EXPECT_EQ(plan->blocks, (std::vector<TokenRange>{{0, 8}, {8, 14}, {14, 24}}));
   const std::vector<EncodeStep>& steps = plan->ranks[0].steps;
   ASSERT_EQ(steps.size(), 4u);
-  EXPECT_EQ(steps[0].positions, (std::vector<int32_t>{0, 1, 2, 3, 4, 5}));
   EXPECT_EQ(steps[1].kind, Kind::kExtendPrefix);
-  EXPECT_EQ(steps[1].positions, (std::vector<int32_t>{0, 1, 2, 3, 4, 5}));
-  EXPECT_EQ(steps[2].positions.front(), 6);
-  EXPECT_EQ(steps[2].positions.back(), 15);
-  EXPECT_EQ(steps[3].positions.front(), 16);
+  EXPECT_EQ(steps[1].positions, (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(steps[2].positions, (std::vector<int32_t>{8, 9, 10, 11, 12, 13}));
+  EXPECT_EQ(steps[3].positions.front(), 14);
+
+  // A 4-token anchor does not reach the end of B0, so edge 8 is a cut and moves to 6 as well; the
+  // anchor stays the first 4 tokens, and every block's pass holds its own tokens.
+  AttentionConfig short_anchor = snapping("star", 8, 4);
+  short_anchor.anchor_size = 4;
+  Result<BlockPlan> cut = build_block_plan(ids, 1, short_anchor, ends);
+  ASSERT_TRUE(cut.ok()) << cut.status().to_string();
+  EXPECT_EQ(cut->blocks, (std::vector<TokenRange>{{0, 6}, {6, 14}, {14, 24}}));
+  const std::vector<EncodeStep>& cut_steps = cut->ranks[0].steps;
+  ASSERT_EQ(cut_steps.size(), 4u);
+  EXPECT_EQ(cut_steps[0].positions, (std::vector<int32_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(cut_steps[1].positions, (std::vector<int32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(cut_steps[2].positions.front(), 6);
+  EXPECT_EQ(cut_steps[2].positions.back(), 13);
 }
 
 TEST(BoundarySnap, AnEdgeWithNoSentenceEndInReachStays) {
@@ -79,16 +90,26 @@ TEST(BoundarySnap, NoBlockEmpties) {
 
 // The rule from the other side: a snapped edge e' of edge e is e itself when no token in reach ends a
 // sentence, else a sentence end (token e'-1) with no later one before e; and blocks tile the context.
+// Star with its default anchor (all of B0) keeps the first edge, which its pass of B1 does not cut.
 TEST(BoundarySnap, EveryReadingAlgorithmLandsOnTheLatestSentenceEndOverAGrid) {
   std::mt19937 rng(5);
   std::vector<int32_t> ids(500);
   for (int32_t& id : ids) id = static_cast<int32_t>(rng() % 16);  // 1 in 16 ends a sentence
   const std::vector<uint8_t> ends = full_stop_ends();
-  for (const char* algorithm : {"star", "no-anchor", "pulsar"}) {
+  struct Reader {
+    const char* algorithm;
+    int64_t anchor_size;
+    bool keeps_first_edge;
+  };
+  for (const Reader& reader : {Reader{"star", -1, true}, Reader{"star", 8, false}, Reader{"no-anchor", -1, false},
+                               Reader{"pulsar", -1, false}}) {
     for (int64_t block : {int64_t{37}, int64_t{64}, int64_t{125}}) {
       for (int64_t snap : {int64_t{1}, int64_t{8}, int64_t{40}}) {
-        SCOPED_TRACE(std::string(algorithm) + " b=" + std::to_string(block) + " snap=" + std::to_string(snap));
-        Result<BlockPlan> plan = build_block_plan(ids, 2, snapping(algorithm, block, snap), ends);
+        SCOPED_TRACE(std::string(reader.algorithm) + " anchor=" + std::to_string(reader.anchor_size) +
+                     " b=" + std::to_string(block) + " snap=" + std::to_string(snap));
+        AttentionConfig config = snapping(reader.algorithm, block, snap);
+        config.anchor_size = reader.anchor_size;
+        Result<BlockPlan> plan = build_block_plan(ids, 2, config, ends);
         ASSERT_TRUE(plan.ok()) << plan.status().to_string();
         const std::vector<TokenRange>& blocks = plan->blocks;
         ASSERT_EQ(blocks.size(), static_cast<size_t>((500 + block - 1) / block));
@@ -101,6 +122,10 @@ TEST(BoundarySnap, EveryReadingAlgorithmLandsOnTheLatestSentenceEndOverAGrid) {
           ASSERT_GT(at, blocks[i - 1].begin);
           ASSERT_LE(at, edge);
           ASSERT_GE(at, edge - snap);
+          if (reader.keeps_first_edge && i == 1) {
+            EXPECT_EQ(at, edge);
+            continue;
+          }
           int64_t latest = -1;
           for (int64_t t = edge - 1; t >= std::max(edge - snap - 1, blocks[i - 1].begin); --t) {
             if (ids[static_cast<size_t>(t)] == kFullStop) {

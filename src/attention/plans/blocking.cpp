@@ -35,7 +35,7 @@ Status check_boundary_overlap(std::string_view algorithm, int64_t boundary_overl
 }
 
 Status snap_block_edges(std::string_view algorithm, BlockLayout& layout, std::span<const int32_t> context_ids,
-                        std::span<const uint8_t> sentence_ends, int64_t max_shift) {
+                        std::span<const uint8_t> sentence_ends, int64_t max_shift, size_t first_edge) {
   if (max_shift < 0) {
     return invalid_argument(prefix(algorithm) + "boundary_snap must be >= 0 (0: off), got " +
                             std::to_string(max_shift));
@@ -50,7 +50,7 @@ Status snap_block_edges(std::string_view algorithm, BlockLayout& layout, std::sp
     return id >= 0 && static_cast<size_t>(id) < sentence_ends.size() && sentence_ends[static_cast<size_t>(id)] != 0;
   };
   std::vector<TokenRange>& blocks = layout.blocks;
-  for (size_t i = 1; i < blocks.size(); ++i) {
+  for (size_t i = std::max<size_t>(first_edge, 1); i < blocks.size(); ++i) {
     const int64_t edge = blocks[i].begin;
     // The edge may land anywhere in [lowest, edge]: token edge-1 ending a sentence keeps it.
     const int64_t lowest = std::max(edge - max_shift, blocks[i - 1].begin + 1);

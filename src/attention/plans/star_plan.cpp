@@ -25,7 +25,10 @@ Status check_anchor_size(int64_t anchor_size) {
 // beyond the block count hold an empty shard and run nothing, so one block is exactly dense.
 // boundary_overlap puts the previous block's tail between the anchor and Bi (the part the anchor
 // does not already hold), as lead tokens whose KV is not kept. boundary_snap moves the edges back
-// onto sentence ends before any of that; the anchor is then the snapped B0 (a <= |B0|).
+// onto sentence ends before any of that; the anchor is then at most the snapped B0 (a <= |B0|).
+// With an anchor that holds all of B0 (a = the block size) the first edge stays: B1's pass reads B0
+// whole in front of it, so that edge cuts nothing, and moving it would only shorten the anchor that
+// every later block reads.
 Result<BlockPlan> build_star_plan(std::span<const int32_t> context_ids, int n_ranks,
                                   const AttentionConfig& config,
                                   std::span<const uint8_t> sentence_ends) {
@@ -34,7 +37,13 @@ Result<BlockPlan> build_star_plan(std::span<const int32_t> context_ids, int n_ra
   const auto context_tokens = static_cast<int64_t>(context_ids.size());
   Result<BlockLayout> layout = cut_into_blocks("star", context_tokens, n_ranks, config.block_size);
   if (!layout.ok()) return layout.status();
-  if (Status s = snap_block_edges("star", *layout, context_ids, sentence_ends, config.boundary_snap); !s.ok()) return s;
+  const bool anchor_holds_block0 = !layout->blocks.empty() && (config.anchor_size == -1 ||
+                                                                config.anchor_size >= layout->blocks.front().size());
+  if (Status s = snap_block_edges("star", *layout, context_ids, sentence_ends, config.boundary_snap,
+                                  /*first_edge=*/anchor_holds_block0 ? 2 : 1);
+      !s.ok()) {
+    return s;
+  }
   BlockPlan plan = plan_with_shards("star", *layout, context_tokens);
 
   if (plan.blocks.empty()) return plan;

@@ -24,10 +24,12 @@ Result<BlockLayout> cut_into_blocks(std::string_view algorithm, int64_t context_
 // boundary_snap: moves each inner edge of `layout` back to just after the nearest token, at most
 // max_shift tokens before it, that ends a sentence or a line (sentence_ends[id] != 0), never so far
 // that the block before it empties; an edge with no such token in reach stays where it was. Blocks
-// keep their indices and ranks their runs; only the ranges move. max_shift 0: nothing moves.
+// keep their indices and ranks their runs; only the ranges move. max_shift 0: nothing moves. Edges
+// before `first_edge` (edge i opens block i) stay: a caller whose pass of block i already reads the
+// whole block before it has no cut there to repair.
 // FAILED_PRECONDITION when max_shift > 0 and sentence_ends is empty (a caller that passed no table).
 Status snap_block_edges(std::string_view algorithm, BlockLayout& layout, std::span<const int32_t> context_ids,
-                        std::span<const uint8_t> sentence_ends, int64_t max_shift);
+                        std::span<const uint8_t> sentence_ends, int64_t max_shift, size_t first_edge = 1);
 
 // A plan with blocks, one RankPlan per rank with its shard (no steps yet), the query host (the rank
 // with the last block) and query positions starting at L.
