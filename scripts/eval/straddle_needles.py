@@ -192,8 +192,12 @@ def main():
                 misses += 1
                 if misses == 100:
                     sys.exit(f"no inner block edge cuts a needle in {a.context_tokens} tokens and {a.blocks} blocks")
-            if previous and previous["samples"] != [sample_record(s) for s in samples]:
-                sys.exit(f"--update: {a.out} holds other samples (another seed, length, model or block count)")
+            if previous:
+                setting = {"model": os.path.basename(os.path.normpath(a.model)), "format": a.format,
+                           "context_tokens": a.context_tokens, "blocks": a.blocks, "ranks": a.ranks, "seed": a.seed}
+                other = [k for k, v in setting.items() if previous.get(k) != v]
+                if other or previous["samples"] != [sample_record(s) for s in samples]:
+                    sys.exit(f"--update: {a.out} was made with another setting ({', '.join(other) or 'samples'})")
             for overlap, snap in repairs:
                 runs = ["dense"] if overlap == 0 and snap == 0 and not a.skip_dense else []
                 runs += a.algorithms.split(",")

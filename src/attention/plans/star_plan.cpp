@@ -26,7 +26,7 @@ Status check_anchor_size(int64_t anchor_size) {
 // boundary_overlap puts the previous block's tail between the anchor and Bi (the part the anchor
 // does not already hold), as lead tokens whose KV is not kept. boundary_snap moves the edges back
 // onto sentence ends before any of that; the anchor is then at most the snapped B0 (a <= |B0|).
-// With an anchor that holds all of B0 (a = the block size) the first edge stays: B1's pass reads B0
+// With an anchor that holds all of B0 (a >= |B0|, the default) the first edge stays: B1's pass reads B0
 // whole in front of it, so that edge cuts nothing, and moving it would only shorten the anchor that
 // every later block reads.
 Result<BlockPlan> build_star_plan(std::span<const int32_t> context_ids, int n_ranks,
