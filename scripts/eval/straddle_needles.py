@@ -172,6 +172,9 @@ def main():
     overlaps = [int(o) for o in a.overlaps.split(",") if o]
     snaps = [int(n) for n in a.snaps.split(",") if n]
     repairs = [(o, 0) for o in overlaps] + [(0, n) for n in snaps if n]
+    # What the file's samples depend on, written at its head.
+    setting = {"model": os.path.basename(os.path.normpath(a.model)), "format": a.format,
+               "context_tokens": a.context_tokens, "blocks": a.blocks, "ranks": a.ranks, "seed": a.seed}
     previous = None
     if a.update:
         if not os.path.exists(a.out):
@@ -193,8 +196,6 @@ def main():
                 if misses == 100:
                     sys.exit(f"no inner block edge cuts a needle in {a.context_tokens} tokens and {a.blocks} blocks")
             if previous:
-                setting = {"model": os.path.basename(os.path.normpath(a.model)), "format": a.format,
-                           "context_tokens": a.context_tokens, "blocks": a.blocks, "ranks": a.ranks, "seed": a.seed}
                 other = [k for k, v in setting.items() if previous.get(k) != v]
                 if other or previous["samples"] != [sample_record(s) for s in samples]:
                     sys.exit(f"--update: {a.out} was made with another setting ({', '.join(other) or 'samples'})")
@@ -220,11 +221,7 @@ def main():
             return c["algorithm"], c["boundary_overlap"], c.get("boundary_snap", 0)
         fresh = {key(c): c for c in cells}
         cells = [fresh.pop(key(c), c) for c in previous["cells"]] + list(fresh.values())
-    result = {"model": os.path.basename(os.path.normpath(a.model)), "format": a.format,
-              "context_tokens": a.context_tokens, "blocks": a.blocks,
-              "ranks": a.ranks, "seed": a.seed,
-              "samples": [sample_record(s) for s in samples],
-              "cells": cells}
+    result = {**setting, "samples": [sample_record(s) for s in samples], "cells": cells}
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     with open(a.out, "w") as f:
         json.dump(result, f, indent=1)

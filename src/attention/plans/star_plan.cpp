@@ -37,8 +37,8 @@ Result<BlockPlan> build_star_plan(std::span<const int32_t> context_ids, int n_ra
   const auto context_tokens = static_cast<int64_t>(context_ids.size());
   Result<BlockLayout> layout = cut_into_blocks("star", context_tokens, n_ranks, config.block_size);
   if (!layout.ok()) return layout.status();
-  const bool anchor_holds_block0 = !layout->blocks.empty() && (config.anchor_size == -1 ||
-                                                                config.anchor_size >= layout->blocks.front().size());
+  const int64_t anchor_size = config.anchor_size == -1 ? layout->block_size : config.anchor_size;
+  const bool anchor_holds_block0 = !layout->blocks.empty() && anchor_size >= layout->blocks.front().size();
   if (Status s = snap_block_edges("star", *layout, context_ids, sentence_ends, config.boundary_snap,
                                   /*first_edge=*/anchor_holds_block0 ? 2 : 1);
       !s.ok()) {
@@ -49,7 +49,6 @@ Result<BlockPlan> build_star_plan(std::span<const int32_t> context_ids, int n_ra
   if (plan.blocks.empty()) return plan;
 
   const TokenRange& block0 = plan.blocks.front();
-  const int64_t anchor_size = config.anchor_size == -1 ? layout->block_size : config.anchor_size;
   const TokenRange anchor{0, std::min(anchor_size, block0.size())};
   for (int r = 0; r < n_ranks; ++r) {
     RankPlan& rank = plan.ranks[static_cast<size_t>(r)];
