@@ -19,7 +19,8 @@ exact. One star-server answers every configuration: each request sets algorithm,
 boundary_overlap and boundary_snap; dense runs once, beside overlap 0 and snap 0 (unless
 --skip-dense). With a snap the server moves the edge back onto the sentence end before the needle,
 so the needle is no longer cut: the samples stay the same (star with its default anchor keeps its
-first edge, where the anchor already holds the whole of block 0). Scoring is RULER's
+first edge, where the anchor already holds the whole of block 0). --pairs runs both repairs at once
+(the snap moves the edge, the overlap then reads the tokens before the new one). Scoring is RULER's
 string_match_all (the value is in the answer). Needs python3-grpcio and protoc with
 grpc_python_plugin (or grpc_tools). Deterministic for a seed: greedy decoding, the same samples.
 --update reruns only the configurations asked for into an existing --out of the same samples,
@@ -158,6 +159,7 @@ def main():
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--overlaps", default="0,64", help="boundary_overlap values; 0 also runs dense; '' none")
     ap.add_argument("--snaps", default="0", help="boundary_snap values, each run with overlap 0")
+    ap.add_argument("--pairs", default="", help="overlap:snap pairs run together (both repairs at once), e.g. 64:32")
     ap.add_argument("--algorithms", default="star,no-anchor")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--format", choices=("chatml", "plain"), default="chatml")
@@ -168,10 +170,17 @@ def main():
                     help="replace (or add) only these configurations' cells in --out, whose samples must be these")
     a = ap.parse_args()
     rng = random.Random(a.seed)
-    # Each repair alone: every overlap without a snap, then every snap without an overlap.
+    # Each repair alone: every overlap without a snap, then every snap without an overlap; then the
+    # pairs asked for, both at once (the snap moves the edge, the overlap reads before the new one).
     overlaps = [int(o) for o in a.overlaps.split(",") if o]
     snaps = [int(n) for n in a.snaps.split(",") if n]
-    repairs = [(o, 0) for o in overlaps] + [(0, n) for n in snaps if n]
+    try:
+        pairs = [tuple(int(v) for v in p.split(":")) for p in a.pairs.split(",") if p]
+    except ValueError:
+        pairs = [()]
+    if any(len(p) != 2 or min(p) < 1 for p in pairs):
+        sys.exit(f"--pairs: each pair is overlap:snap with both >= 1, got {a.pairs!r}")
+    repairs = [(o, 0) for o in overlaps] + [(0, n) for n in snaps if n] + pairs
     # What the file's samples depend on, written at its head.
     setting = {"model": os.path.basename(os.path.normpath(a.model)), "format": a.format,
                "context_tokens": a.context_tokens, "blocks": a.blocks, "ranks": a.ranks, "seed": a.seed}
