@@ -14,7 +14,8 @@ merge stops, naming the field; each column's own config is checked instead of th
 flags, which per-column flags such as --streaming-window change; folders from before star-eval
 recorded the ranks and haystack files have none, and merge only with each other); a cell (task, length, column)
 found twice must have the same score and is taken once, with its predictions, from the first folder
-(in path order). A column's config is kept per length (`configs_by_length`): star's anchor of
+(in path order). A folder this script made can be merged again (with more runs of the same setting).
+A column's config is kept per length (`configs_by_length`): star's anchor of
 block / 4 differs by length. Folders under --out are skipped. The tables are star-eval's (every task
 row and column at every length, "–" for a missing cell, each column's mean over the rows that every
 column has). Tasks follow star-eval's order (RULER's), columns the --columns order, then the order
@@ -81,10 +82,11 @@ def main():
                  if not os.path.realpath(f).startswith(out_dir + os.sep))
   if not found:
     sys.exit("no results.json under " + " ".join(a.inputs))
-  first, cells, configs, samples = None, {}, {}, set()
+  first, cells, configs, samples, runs = None, {}, {}, set(), 0
   preds = {}  # (length, column) -> {task: lines}, from the first folder that has the cell
   for path in found:
     r = json.load(open(path))
+    runs += r.get("merged_from", 1)
     if first is None:
       first = r
     for key in SHARED:
@@ -101,7 +103,8 @@ def main():
       new.add(k)
       samples.add(c["samples"])
       # A column's config may depend on the length (anchor = block / 4): kept per length.
-      config = r["configs"][c["algorithm"]]
+      config = (r["configs_by_length"][c["algorithm"]][str(c["length"])] if "configs_by_length" in r
+                else r["configs"][c["algorithm"]])
       known = configs.setdefault(c["algorithm"], {}).setdefault(str(c["length"]), config)
       if known != config:
         sys.exit(f"{path}: column {c['algorithm']} at {c['length']} tokens has another config than an earlier folder's")
@@ -126,7 +129,7 @@ def main():
   merged = {k: first[k] for k in SHARED if k in first}
   merged.update({"samples": max(samples), "samples_per_cell": sorted(samples), "tasks": tasks, "lengths": lengths,
                  "algorithms": columns, "configs_by_length": {c: configs[c] for c in columns},
-                 "merged_from": len(found), "cells": ordered})
+                 "merged_from": runs, "cells": ordered})
   os.makedirs(a.out, exist_ok=True)
   with open(os.path.join(a.out, "results.json"), "w") as f:
     json.dump(merged, f, indent=2, sort_keys=True)
@@ -136,7 +139,7 @@ def main():
   md = (f"# star-eval: {first['model']}\n\n{per_cell}, seed {first['seed']}, {first['blocks']} blocks, "
         f"{first.get('backend', 'cpu')} backend, KV {first.get('kv_dtype')}, {first['prompt_format']} prompts, "
         f"{first['haystack']} haystacks; RULER string match (all expected strings present); merged from "
-        f"{len(found)} star-eval runs.\n\n" + tables(ordered, tasks, lengths, columns))
+        f"{runs} star-eval runs.\n\n" + tables(ordered, tasks, lengths, columns))
   with open(os.path.join(a.out, "results.md"), "w") as f:
     f.write(md)
   for (length, column), by_task in preds.items():
