@@ -60,6 +60,13 @@ done
 grep -q '^| \*\*mean\*\* |' "$work/no-dense/results.md" && ! grep -q 'difference to dense' "$work/no-dense/results.md" ||
   fail "the merge without dense lacks its mean row or has a difference table"
 cmp -s "$work/whole/preds/384/star.jsonl" "$work/no-dense/preds/384/star.jsonl" || fail "merged star preds differ"
+# A merged folder merges again, as the runs it holds: with the other two columns, one run's tables.
+/usr/bin/python3 "$merge" --out "$work/remerged" --columns dense,star,no-anchor,streaming "$work/no-dense" \
+  "$work/split/dense" "$work/split/streaming" >"$work/remerge.log" 2>&1 ||
+  { cat "$work/remerge.log"; fail "merge_results.py of a merged folder"; }
+cmp -s <(sed -n '/^###/,$p' "$work/whole/results.md") <(sed -n '/^###/,$p' "$work/remerged/results.md") ||
+  fail "re-merged tables differ from one run's"
+grep -q "merged from 4 star-eval runs" "$work/remerged/results.md" || fail "the re-merge does not count the runs it holds"
 sed -i 's/"score": 1.0/"score": 0.5/' "$work/split/star-again/results.json"
 if /usr/bin/python3 "$merge" --out "$work/bad-merge" "$work/split" >"$work/merge.log" 2>&1 ||
    ! grep -q "another folder has" "$work/merge.log"; then
