@@ -174,12 +174,12 @@ def main():
     # pairs asked for, both at once (the snap moves the edge, the overlap reads before the new one).
     overlaps = [int(o) for o in a.overlaps.split(",") if o]
     snaps = [int(n) for n in a.snaps.split(",") if n]
-    try:
-        pairs = [tuple(int(v) for v in p.split(":")) for p in a.pairs.split(",") if p]
-    except ValueError:
-        pairs = [()]
-    if any(len(p) != 2 or min(p) < 1 for p in pairs):
-        sys.exit(f"--pairs: each pair is overlap:snap with both >= 1, got {a.pairs!r}")
+    pairs = []
+    for pair in filter(None, a.pairs.split(",")):
+        overlap, _, snap = pair.partition(":")
+        if not (overlap.isdigit() and snap.isdigit() and int(overlap) >= 1 and int(snap) >= 1):
+            sys.exit(f"--pairs: each pair is overlap:snap with both >= 1, got {a.pairs!r}")
+        pairs.append((int(overlap), int(snap)))
     repairs = [(o, 0) for o in overlaps] + [(0, n) for n in snaps if n] + pairs
     # What the file's samples depend on, written at its head.
     setting = {"model": os.path.basename(os.path.normpath(a.model)), "format": a.format,
