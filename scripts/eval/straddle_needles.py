@@ -25,6 +25,9 @@ string_match_all (the value is in the answer). Needs python3-grpcio and protoc w
 grpc_python_plugin (or grpc_tools). Deterministic for a seed: greedy decoding, the same samples.
 --update reruns only the configurations asked for into an existing --out of the same samples,
 replacing their cells in place (after a change to one algorithm, without rerunning the others).
+--update --extend adds samples to such a file: --samples past the file's count draws the same first
+samples and more; each configuration asked for keeps the answers its cell has and runs only the
+samples past them (the other cells keep their counts; each cell names its own).
 """
 import argparse
 import json
@@ -145,6 +148,10 @@ def make_sample(server, rng, context_tokens, blocks, chat):
             "edge": edge, "needle": [start, start + len(needle)], "context_tokens": len(context)}
 
 
+def cell_key(cell):
+    return cell["algorithm"], cell["boundary_overlap"], cell.get("boundary_snap", 0)
+
+
 def sample_record(sample):
     return {k: sample[k] for k in ("value", "block_size", "edge", "needle", "context_tokens")}
 
@@ -160,7 +167,7 @@ def main():
     ap.add_argument("--overlaps", default="0,64", help="boundary_overlap values; 0 also runs dense; '' none")
     ap.add_argument("--snaps", default="0", help="boundary_snap values, each run with overlap 0")
     ap.add_argument("--pairs", default="", help="overlap:snap pairs run together (both repairs at once), e.g. 64:32")
-    ap.add_argument("--algorithms", default="star,no-anchor")
+    ap.add_argument("--algorithms", default="star,no-anchor", help="'' with overlap 0: dense alone")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--format", choices=("chatml", "plain"), default="chatml")
     ap.add_argument("--skip-dense", action="store_true",
@@ -168,7 +175,12 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--update", action="store_true",
                     help="replace (or add) only these configurations' cells in --out, whose samples must be these")
+    ap.add_argument("--extend", action="store_true",
+                    help="with --update: --out's samples are the first of these; keep each asked cell's answers "
+                         "and run only the samples past them")
     a = ap.parse_args()
+    if a.extend and not a.update:
+        sys.exit("--extend goes with --update")
     rng = random.Random(a.seed)
     # Each repair alone: every overlap without a snap, then every snap without an overlap; then the
     # pairs asked for, both at once (the snap moves the edge, the overlap reads before the new one).
@@ -204,32 +216,37 @@ def main():
                 misses += 1
                 if misses == 100:
                     sys.exit(f"no inner block edge cuts a needle in {a.context_tokens} tokens and {a.blocks} blocks")
+            kept = {}
             if previous:
                 other = [k for k, v in setting.items() if previous.get(k) != v]
-                if other or previous["samples"] != [sample_record(s) for s in samples]:
+                records = [sample_record(s) for s in samples]
+                same = (previous["samples"] == records[: len(previous["samples"])] if a.extend
+                        else previous["samples"] == records)
+                if other or not same:
                     sys.exit(f"--update: {a.out} was made with another setting ({', '.join(other) or 'samples'})")
+                if a.extend:
+                    kept = {cell_key(c): c for c in previous["cells"]}
             for overlap, snap in repairs:
                 runs = ["dense"] if overlap == 0 and snap == 0 and not a.skip_dense else []
-                runs += a.algorithms.split(",")
+                runs += [x for x in a.algorithms.split(",") if x]
                 for algorithm in runs:
-                    right, answers = 0, []
-                    for s in samples:
+                    cell = {"algorithm": algorithm, "boundary_overlap": overlap if algorithm != "dense" else 0}
+                    if snap:
+                        cell["boundary_snap"] = snap
+                    earlier = kept.get(cell_key(cell), {"right": 0, "answers": []})
+                    right, answers = earlier["right"], list(earlier["answers"])
+                    for s in samples[len(answers):]:
                         pred = server.generate(s["context_ids"], s["query_ids"], algorithm, s["block_size"],
                                                overlap, snap)
                         right += s["value"] in pred
                         answers.append(pred.strip())
-                    cell = {"algorithm": algorithm, "boundary_overlap": overlap if algorithm != "dense" else 0}
-                    if snap:
-                        cell["boundary_snap"] = snap
                     cells.append({**cell, "right": right, "samples": len(samples), "answers": answers})
                     print(f"{algorithm:10s} overlap {overlap:4d} snap {snap:4d}: {right}/{len(samples)}", flush=True)
         finally:
             server.stop()
     if previous:
-        def key(c):
-            return c["algorithm"], c["boundary_overlap"], c.get("boundary_snap", 0)
-        fresh = {key(c): c for c in cells}
-        cells = [fresh.pop(key(c), c) for c in previous["cells"]] + list(fresh.values())
+        fresh = {cell_key(c): c for c in cells}
+        cells = [fresh.pop(cell_key(c), c) for c in previous["cells"]] + list(fresh.values())
     result = {**setting, "samples": [sample_record(s) for s in samples], "cells": cells}
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     with open(a.out, "w") as f:
