@@ -13,8 +13,8 @@ Status check_backend(std::string_view backend) {
   if (backend != "cuda") return invalid_argument("--backend: '" + std::string(backend) + "' (cpu or cuda)");
   Result<const CudaBackend*> cuda = load_cuda_backend();
   if (!cuda.ok()) return cuda.status();
-  if ((*cuda)->device_count() == 0) {
-    return failed_precondition("--backend cuda: no CUDA device visible to this process (cudaGetDeviceCount = 0)");
+  if (Status devices = (*cuda)->device_status(); !devices.ok()) {
+    return failed_precondition("--backend cuda: " + devices.message());
   }
   return ok_status();
 }

@@ -5,7 +5,9 @@
 #      (LD_DEBUG=libs) names every library a process initializes, whether it was linked or opened
 #      later, with no sampling of /proc/<pid>/maps at the wrong moment;
 #   3. the same log does show libcudart, cuBLAS, NCCL and the module for --backend cuda (so the
-#      check in 2 can see them), and without a GPU the run stops with "backend cuda: ...";
+#      check in 2 can see them), and without a GPU the run stops with "backend cuda: ...", which
+#      on a machine without an NVIDIA driver says that, not the runtime's "driver version is
+#      insufficient";
 #   4. a missing module, a library without the entry point and modules of another interface version
 #      or layout are refused with a message naming the file and the reason.
 # Without the CUDA backend in the build, 1 and 2 still hold and --backend cuda says so.
@@ -89,6 +91,11 @@ fi
 # 3. --backend cuda.
 has_gpu=0
 nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && has_gpu=1
+# Whether the loader would find libcuda.so.1: its cache, or a folder of LD_LIBRARY_PATH.
+has_driver=0
+ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 ' && has_driver=1
+IFS=: read -ra library_dirs <<<"${LD_LIBRARY_PATH:-}"
+for dir in "${library_dirs[@]}"; do [ -n "$dir" ] && [ -e "$dir/libcuda.so.1" ] && has_driver=1; done
 checks=$((checks + 1))
 loaded "star-run --backend cuda" "$work/cuda.log" "$star_run" --model "$work/model" --prompt "hello" \
   --max-tokens 4 --backend cuda
@@ -108,6 +115,9 @@ else
     fail "star-run --backend cuda did not load:$missing" "$work/out"
   elif [ $has_gpu -eq 0 ] && { [ $rc -eq 0 ] || ! grep -q "backend cuda: no CUDA device" "$work/out"; }; then
     fail "star-run --backend cuda without a GPU: exit $rc, expected 'backend cuda: no CUDA device'" "$work/out"
+  elif [ $has_driver -eq 0 ] && ! grep -q "no NVIDIA driver: libcuda.so.1 cannot be loaded" "$work/out"; then
+    fail "star-run --backend cuda without a driver: expected 'no NVIDIA driver: libcuda.so.1 cannot be loaded'" \
+      "$work/out"
   else
     pass "star-run --backend cuda loads the module and the CUDA libraries (exit $rc)"
   fi
@@ -132,7 +142,12 @@ else
   refused "missing module" "" "$work/bin/libstar_cuda_backend\.so: .*cannot open shared object file"
   refused "library without the entry point" "$(ldd "$star_run" | grep -Eo '/[^ ]*/libm\.so\.[0-9]+')" \
     "not a starserve CUDA backend \(no star_cuda_backend_entry\)"
-  refused "module of another interface version" "$fake_version" "interface version 3, this binary needs 2"
+  # The fake module claims the binary's interface version plus one.
+  refused "module of another interface version" "$fake_version" "interface version [0-9]+, this binary needs [0-9]+"
+  read -r has needs < <(grep -Eo "interface version [0-9]+, this binary needs [0-9]+" "$work/out" | tr -cs '0-9' ' ')
+  if [ -n "${needs:-}" ] && [ "$has" -ne $((needs + 1)) ]; then
+    fail "module of another interface version: it reports version $has against $needs, expected $((needs + 1))"
+  fi
   refused "module of another layout" "$fake_layout" "built from other sources than this binary"
 fi
 

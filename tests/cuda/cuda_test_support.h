@@ -20,7 +20,7 @@ namespace star::testing {
 class CudaTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount = 0)";
+    if (Status devices = cuda::device_status(); !devices.ok()) GTEST_SKIP() << devices.message();
   }
 };
 

@@ -21,8 +21,8 @@
 namespace star {
 
 // Bump whenever CudaBackend, CudaModelBenchmark or CudaBackendEntry change, or the virtual functions
-// of a type that crosses the seam (2: Communicator's stream-ordered all-gather).
-inline constexpr uint32_t kCudaBackendInterfaceVersion = 2;
+// of a type that crosses the seam (2: Communicator's stream-ordered all-gather; 3: device_status).
+inline constexpr uint32_t kCudaBackendInterfaceVersion = 3;
 
 inline constexpr const char* kCudaBackendLibrary = "libstar_cuda_backend.so";
 inline constexpr const char* kCudaBackendEntrySymbol = "star_cuda_backend_entry";
@@ -51,8 +51,9 @@ class CudaBackend {
  public:
   virtual ~CudaBackend() = default;
 
-  // CUDA devices visible to this process; 0 when there is none or no driver.
-  virtual int device_count() const = 0;
+  // ok when this process sees a CUDA device; otherwise why not (no driver, a forward-compatibility
+  // libcuda on the library path, CUDA_VISIBLE_DEVICES, ...).
+  virtual Status device_status() const = 0;
 
   // select_backend's "cuda": collective over MPI_COMM_WORLD (MPI initialized). Picks this rank's
   // GPU by its index among the ranks on its host, bootstraps NCCL over MPI and uploads the weights.

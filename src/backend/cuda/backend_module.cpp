@@ -12,7 +12,7 @@ namespace {
 
 class ModuleBackend final : public CudaBackend {
  public:
-  int device_count() const override { return cuda::device_count(); }
+  Status device_status() const override { return cuda::device_status(); }
 
   Result<std::unique_ptr<EngineModel>> make_engine_model(const LlamaModel& llama) const override {
     Result<std::unique_ptr<NcclCommunicator>> nccl = NcclCommunicator::create_world();

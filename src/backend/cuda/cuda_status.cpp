@@ -1,8 +1,16 @@
 #include "star/backend/cuda/cuda_status.h"
 
+#include <cstdlib>
 #include <string>
 
+#include "star/backend/cuda/no_device_reason.h"
+
 namespace star::cuda {
+
+static_assert(cudaErrorInsufficientDriver == kErrorInsufficientDriver);
+static_assert(cudaErrorNoDevice == kErrorNoDevice);
+static_assert(cudaErrorSystemDriverMismatch == kErrorSystemDriverMismatch);
+static_assert(cudaErrorCompatNotSupportedOnDevice == kErrorCompatNotSupportedOnDevice);
 
 Status cuda_status(cudaError_t error, const char* what) {
   if (error == cudaSuccess) return ok_status();
@@ -21,6 +29,19 @@ int device_count() {
     return 0;
   }
   return count;
+}
+
+Status device_status() {
+  int count = 0;
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  if (error == cudaSuccess) {
+    if (count > 0) return ok_status();
+    return failed_precondition("no CUDA device visible to this process (cudaGetDeviceCount found 0)");
+  }
+  cudaGetLastError();  // clear the sticky error for later calls
+  const DeviceCountError e{static_cast<int>(error), cudaGetErrorName(error), cudaGetErrorString(error)};
+  return failed_precondition("no CUDA device visible to this process: " +
+                             no_device_reason(e, find_driver_library(), std::getenv("CUDA_VISIBLE_DEVICES")));
 }
 
 }  // namespace star::cuda

@@ -271,7 +271,7 @@ class CudaEngineModel final : public EngineModel {
 
 Result<std::unique_ptr<EngineModel>> make_engine_model(const LlamaModel& llama,
                                                        std::unique_ptr<Communicator> device_comm) {
-  if (device_count() == 0) return failed_precondition("cuda backend: no CUDA device (cudaGetDeviceCount = 0)");
+  if (Status devices = device_status(); !devices.ok()) return failed_precondition("cuda backend: " + devices.message());
   int device = 0;
   if (Status s = cuda_status(cudaGetDevice(&device), "cuda backend: cudaGetDevice"); !s.ok()) return s;
   Result<std::unique_ptr<DeviceLlamaModel>> model = DeviceLlamaModel::create(llama.config(), llama.weights());

@@ -99,8 +99,8 @@ struct Row {
 }  // namespace
 
 int run_model_benchmark(const LlamaModel& llama, const CudaModelBenchmark& o) {
-  if (cuda::device_count() == 0) {
-    std::fprintf(stderr, "--backend cuda: no CUDA device (cudaGetDeviceCount = 0)\n");
+  if (Status devices = cuda::device_status(); !devices.ok()) {
+    std::fprintf(stderr, "--backend cuda: %s\n", devices.message().c_str());
     return 1;
   }
   const LlamaConfig& c = llama.config();

@@ -16,7 +16,7 @@ inline std::string missing_gpu_per_rank(int local_rank) {
   const int enough_here = local_rank < devices ? 1 : 0;
   int enough_everywhere = 0;
   MPI_Allreduce(&enough_here, &enough_everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (devices == 0) return "no CUDA device (cudaGetDeviceCount = 0)";
+  if (devices == 0) return cuda::device_status().message();
   if (!enough_everywhere) {
     return "a host runs more ranks than it has GPUs (here: local rank " + std::to_string(local_rank) + ", " +
            std::to_string(devices) + " device(s))";

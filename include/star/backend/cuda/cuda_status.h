@@ -18,4 +18,8 @@ Status launch_status(const char* kernel);
 // reports an error then).
 int device_count();
 
+// ok when this process sees a CUDA device; otherwise FAILED_PRECONDITION "no CUDA device visible
+// to this process: <why>" (no_device_reason.h).
+Status device_status();
+
 }  // namespace star::cuda
