@@ -50,13 +50,14 @@ ChannelEvent cancelled_before_start(const Job& job) {
 }
 
 EngineLoop::EngineLoop(StepEngine& engine, Communicator& comm, WorkQueue& queue, ContextRegistry& registry,
-                       const SchedulerLimits& limits, std::function<Status()> wake_workers)
+                       const SchedulerLimits& limits, std::function<Status()> wake_workers, StepWatch& watch)
     : engine_(engine),
       comm_(comm),
       queue_(queue),
       registry_(registry),
       scheduler_(limits, comm.size()),
-      wake_workers_(std::move(wake_workers)) {}
+      wake_workers_(std::move(wake_workers)),
+      watch_(watch) {}
 
 Status EngineLoop::run() {
   for (;;) {
@@ -68,15 +69,9 @@ Status EngineLoop::run() {
     finish_cancelled(message);
     admit(message);
     message.release = registry_.take_released();
-    if (idle && wake_workers_) {
-      if (Status s = wake_workers_(); !s.ok()) return s;
-    }
-    Result<StepMessage> sent = exchange_step(comm_, message);
-    if (!sent.ok()) return fail_running(sent.status());
-    // The ranks keep them from this message on: sessions on them may come.
-    for (auto& [channel, id] : created_) channel->push(ContextCreated{id});
-    created_.clear();
-    Result<std::vector<SequenceEvent>> events = engine_.step(*sent);
+    watch_.begin(++steps_, static_cast<int64_t>(running_.size()));
+    Result<std::vector<SequenceEvent>> events = step(message, idle);
+    watch_.end();
     if (!events.ok()) return fail_running(events.status());
     deliver(*events);
   }
@@ -86,6 +81,18 @@ Status EngineLoop::run() {
     if (Status s = wake_workers_(); !s.ok()) return s;
   }
   return exchange_step(comm_, shutdown).status();
+}
+
+Result<std::vector<SequenceEvent>> EngineLoop::step(const StepMessage& message, bool after_idle) {
+  if (after_idle && wake_workers_) {
+    if (Status s = wake_workers_(); !s.ok()) return s;
+  }
+  Result<StepMessage> sent = exchange_step(comm_, message);
+  if (!sent.ok()) return sent.status();
+  // The ranks keep them from this message on: sessions on them may come.
+  for (auto& [channel, id] : created_) channel->push(ContextCreated{id});
+  created_.clear();
+  return engine_.step(*sent);
 }
 
 Status EngineLoop::fail_running(const Status& why) {

@@ -97,7 +97,7 @@ Status StarServer::serve(const RuntimeModel& model, StepEngine& engine, Communic
     if (!stopping_) server_->GetHealthCheckService()->SetServingStatus(true);
   }
   spdlog::info("serving on port {} with {} ranks", port_, comm.size());
-  EngineLoop loop(engine, comm, queue_, contexts_, options_.scheduler, std::move(wake_workers));
+  EngineLoop loop(engine, comm, queue_, contexts_, options_.scheduler, std::move(wake_workers), step_watch_);
   Status s = loop.run();
   if (!s.ok()) {
     fail("the engine stopped: " + s.to_string(), kCallGrace);

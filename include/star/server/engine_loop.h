@@ -5,7 +5,7 @@
 //   - starts queued requests, front first, while BatchScheduler allows (--max-num-seqs, the
 //     per-rank --kv-cache-bytes budget),
 //   - broadcasts one StepMessage (with last step's sampled tokens, contexts to keep and release)
-//     and runs StepEngine::step with the worker ranks,
+//     and runs StepEngine::step with the worker ranks, timed by a StepWatch,
 //   - turns the step's events into channel events (progress, token ids, the end).
 // The worker ranks run run_worker_loop: the same steps, from the same messages.
 #pragma once
@@ -22,6 +22,7 @@
 #include "star/engine/step_engine.h"
 #include "star/server/batch_scheduler.h"
 #include "star/server/context_registry.h"
+#include "star/server/step_watch.h"
 #include "star/server/work_queue.h"
 
 namespace star::server {
@@ -33,9 +34,9 @@ ChannelEvent cancelled_before_start(const Job& job);
 class EngineLoop {
  public:
   // wake_workers: called before a step that follows an idle engine (MpiDoorbell::ring; may be
-  // empty), when the worker ranks may be asleep.
+  // empty), when the worker ranks may be asleep. watch: each step's start and end (--step-timeout).
   EngineLoop(StepEngine& engine, Communicator& comm, WorkQueue& queue, ContextRegistry& registry,
-             const SchedulerLimits& limits, std::function<Status()> wake_workers);
+             const SchedulerLimits& limits, std::function<Status()> wake_workers, StepWatch& watch);
 
   // Runs until the queue is closed and every request ended, then sends every rank the shutdown
   // message. An error means the ranks can no longer agree (a broadcast or a step failed).
@@ -54,6 +55,8 @@ class EngineLoop {
     Clock::time_point started;
   };
 
+  // One step with every rank: wakes them after an idle spell, broadcasts the message, runs it.
+  Result<std::vector<SequenceEvent>> step(const StepMessage& message, bool after_idle);
   // Cancelled sequences into message.finished; queued requests into message.admitted.
   void finish_cancelled(StepMessage& message);
   void admit(StepMessage& message);
@@ -73,6 +76,8 @@ class EngineLoop {
   ContextRegistry& registry_;
   BatchScheduler scheduler_;
   std::function<Status()> wake_workers_;
+  StepWatch& watch_;
+  int64_t steps_ = 0;
   std::map<int64_t, Sequence> running_;
   int64_t next_id_ = 1;
   StepMessage next_;                          // what the next message carries from this step

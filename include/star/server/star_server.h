@@ -21,6 +21,7 @@
 #include "star/engine/step_engine.h"
 #include "star/server/server_options.h"
 #include "star/server/star_service.h"
+#include "star/server/step_watch.h"
 #include "star/server/work_queue.h"
 
 namespace star::server {
@@ -35,6 +36,8 @@ class StarServer {
   ~StarServer();
 
   int port() const { return port_; }
+  // The engine loop's steps, for a StepWatchdog (--step-timeout).
+  const StepWatch& step_watch() const { return step_watch_; }
 
   // Serves until begin_shutdown() and the queue drained; runs the engine loop on the calling thread,
   // which must be the only thread of this process that uses MPI. Every worker rank must be in
@@ -59,6 +62,7 @@ class StarServer {
   const ServerOptions options_;
   WorkQueue queue_;
   ContextRegistry contexts_;
+  StepWatch step_watch_;
   StarService service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

@@ -12,7 +12,9 @@
 // A worker rank that dies or goes silent for --rank-timeout (RankMonitor): rank 0 logs which,
 // turns health NOT_SERVING, ends every request with UNAVAILABLE and aborts the job (exit 1), so
 // that a supervisor restarts it. A rank 0 that dies or goes silent as long: every worker logs it
-// and exits 1, and mpirun ends the job (its clients' connections drop).
+// and exits 1, and mpirun ends the job (its clients' connections drop). An engine step that runs
+// past --step-timeout (a rank's engine thread hung while its heartbeat beats; StepWatchdog) ends
+// the job as a lost worker does.
 #include <mpi.h>
 #include <signal.h>
 #include <unistd.h>
@@ -24,6 +26,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -38,6 +41,7 @@
 #include "star/engine/step_engine.h"
 #include "star/server/rank_monitor.h"
 #include "star/server/shutdown_signal.h"
+#include "star/server/step_watch.h"
 #include "star/server/star_server.h"
 #include "star/server/worker_loop.h"
 
@@ -57,6 +61,7 @@ struct Options {
   AttentionConfig attention_flags;
   double shutdown_timeout_seconds = 30;
   double rank_timeout_seconds = 3;
+  double step_timeout_seconds = 0;
   std::string monitor_host;
   ServerOptions server;
 };
@@ -124,6 +129,11 @@ std::chrono::milliseconds rank_timeout(const Options& o) {
   return std::chrono::milliseconds(static_cast<int64_t>(o.rank_timeout_seconds * 1000));
 }
 
+std::chrono::steady_clock::duration step_timeout(const Options& o) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(o.step_timeout_seconds));
+}
+
 // Every rank parses the same flags, so every rank's engine chunks Phase 1 alike.
 StepLimits step_limits(const Options& o) {
   return {.max_num_batched_tokens = o.server.scheduler.max_num_batched_tokens,
@@ -169,9 +179,14 @@ int serve_rank0(const Options& o, Communicator& comm, MpiDoorbell& doorbell) {
     spdlog::error("{}", monitor.status().to_string());
     return 1;
   }
+  std::optional<StepWatchdog> watchdog;
+  if (o.step_timeout_seconds > 0) {
+    watchdog.emplace(s.step_watch(), step_timeout(o), on_lost);
+  }
   StepEngine engine(*model, comm, step_limits(o));
   Status served = s.serve(*model, engine, comm, [&doorbell] { return doorbell.ring(); });
   if (!served.ok()) abort_all_ranks(served);
+  watchdog.reset();
   monitor->reset();  // the workers said goodbye; nothing is left to watch
   server->reset();  // gRPC stops while the model its handlers read is still there
   spdlog::info("stopped");
@@ -277,6 +292,12 @@ int main(int argc, char** argv) {
                  "silent: rank 0 fails every request and aborts)")
       ->capture_default_str()
       ->check(CLI::Range(0.05, 3600.0));
+  app.add_option("--step-timeout", o.step_timeout_seconds,
+                 "seconds an engine step may run before the job ends as for a lost rank (a rank's engine thread "
+                 "hung while its heartbeat still beats); 0: off. Allow the slowest step: a Phase 1 chunk of "
+                 "--max-num-batched-tokens tokens at the end of the longest context, with the decode rows beside it")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
   app.add_option("--monitor-host", o.monitor_host,
                  "rank 0's host name or address for the worker ranks' heartbeat connections (default: its host name)");
   ServerLimits& l = s.limits;

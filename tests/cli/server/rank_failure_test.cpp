@@ -205,11 +205,32 @@ TEST(RankFailure, AFrozenRankZeroIsDetectedByTheWorkers) {
   EXPECT_NE(server.log().find("rank 0 is lost: no heartbeat for"), std::string::npos) << server.log();
 }
 
+// A step that outlasts --step-timeout ends the job as a lost rank does: the request ends with
+// UNAVAILABLE naming the step and the flag, and the job exits non-zero. A step that hangs is seen
+// the same way; here the step is one whole block's Phase 1 (--max-num-batched-tokens 0), which
+// takes far longer than the 0.1 s allowed.
+TEST(StepTimeout, AStepPastItEndsTheJob) {
+  ASSERT_TRUE(long_model().ok()) << "star-mkmodel failed";
+  ServerProcess server(long_model().path(), 2,
+                       {"--step-timeout", "0.1", "--max-num-batched-tokens", "0", "--rank-timeout", "30"});
+  ASSERT_TRUE(server.ready()) << server.log();
+  auto stub = v1::StarService::NewStub(server.channel());
+  const GenerateStream out = generate(*stub, text_request(long_context(), "Which river?", 8));
+  EXPECT_EQ(out.status.error_code(), grpc::StatusCode::UNAVAILABLE) << out.status.error_message();
+  EXPECT_NE(out.status.error_message().find("past --step-timeout 0.100 s"), std::string::npos)
+      << out.status.error_message();
+  const int exit_code = server.wait_exit(kExitBound);
+  EXPECT_NE(exit_code, ServerProcess::kRunning) << "mpirun still runs\n" << server.log();
+  EXPECT_NE(exit_code, 0) << "a supervisor must see the failure";
+  EXPECT_NE(server.log().find("engine step"), std::string::npos) << server.log();
+}
+
 // One block per rank: each rank's single Phase 1 step takes far longer than --rank-timeout, and
-// the request still completes, because the heartbeat runs beside the computation.
+// the request still completes, because the heartbeat runs beside the computation (and a generous
+// --step-timeout lets it be).
 TEST(RankHeartbeat, LongPhase1StepIsNotALoss) {
   ASSERT_TRUE(long_model().ok()) << "star-mkmodel failed";
-  ServerProcess server(long_model().path(), 2, {"--rank-timeout", "0.5"});
+  ServerProcess server(long_model().path(), 2, {"--rank-timeout", "0.5", "--step-timeout", "120"});
   ASSERT_TRUE(server.ready()) << server.log();
   auto stub = v1::StarService::NewStub(server.channel());
   const GenerateStream out = generate(*stub, text_request(long_context(), "Which river?", 8));
