@@ -61,20 +61,24 @@ TEST(NoDeviceReason, InsufficientDriverTellsAMissingDriverFromAnOldOne) {
 
 TEST(NoDeviceReason, ForwardCompatibilityErrorsNameTheLibraryAndThePath) {
   const cuda::DriverLibrary compat{"/usr/local/cuda-13.0/compat/libcuda.so.1", ""};
-  const std::string mismatch = cuda::no_device_reason(
-      error_of(cuda::kErrorSystemDriverMismatch, "cudaErrorSystemDriverMismatch",
-               "system has unsupported display driver / cuda driver combination"),
-      compat, nullptr);
-  EXPECT_THAT(mismatch, HasSubstr("(/usr/local/cuda-13.0/compat/libcuda.so.1) does not match"));
-  EXPECT_THAT(mismatch, HasSubstr("LD_LIBRARY_PATH"));
-  EXPECT_THAT(mismatch, HasSubstr("cudaErrorSystemDriverMismatch (803)"));
-  const std::string unsupported = cuda::no_device_reason(
-      error_of(cuda::kErrorCompatNotSupportedOnDevice, "cudaErrorCompatNotSupportedOnDevice",
-               "forward compatibility was attempted on non supported HW"),
-      compat, nullptr);
-  EXPECT_THAT(unsupported, HasSubstr("(/usr/local/cuda-13.0/compat/libcuda.so.1) is a forward-compatibility"));
-  EXPECT_THAT(unsupported, HasSubstr("LD_LIBRARY_PATH"));
-  EXPECT_THAT(unsupported, HasSubstr("(804)"));
+  struct Case {
+    cuda::DeviceCountError error;
+    const char* says;
+  };
+  const Case cases[] = {
+      {error_of(cuda::kErrorSystemDriverMismatch, "cudaErrorSystemDriverMismatch",
+                "system has unsupported display driver / cuda driver combination"),
+       "(/usr/local/cuda-13.0/compat/libcuda.so.1) does not match"},
+      {error_of(cuda::kErrorCompatNotSupportedOnDevice, "cudaErrorCompatNotSupportedOnDevice",
+                "forward compatibility was attempted on non supported HW"),
+       "(/usr/local/cuda-13.0/compat/libcuda.so.1) is a forward-compatibility"},
+  };
+  for (const Case& c : cases) {
+    const std::string reason = cuda::no_device_reason(c.error, compat, nullptr);
+    EXPECT_THAT(reason, HasSubstr(c.says));
+    EXPECT_THAT(reason, HasSubstr("LD_LIBRARY_PATH"));
+    EXPECT_THAT(reason, HasSubstr(c.error.name + " (" + std::to_string(c.error.code) + "): " + c.error.text));
+  }
 }
 
 TEST(NoDeviceReason, NoDeviceNamesCudaVisibleDevicesOnlyWhenSet) {
