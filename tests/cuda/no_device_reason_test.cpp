@@ -43,7 +43,7 @@ TEST(NoDeviceReason, DeviceStatusNamesAMissingDriver) {
   EXPECT_THAT(s.message(), HasSubstr("no CUDA device visible to this process: no NVIDIA driver: libcuda.so.1 "
                                      "cannot be loaded"));
   EXPECT_THAT(s.message(), HasSubstr("cudaErrorInsufficientDriver (35)"));
-  // Called again, the runtime's sticky error is cleared and the answer is the same.
+  // Asked again, the same answer (the runtime reports its failed start on every call).
   EXPECT_EQ(cuda::device_status().message(), s.message());
 }
 
@@ -68,7 +68,7 @@ TEST(NoDeviceReason, ForwardCompatibilityErrorsNameTheLibraryAndThePath) {
   const Case cases[] = {
       {error_of(cuda::kErrorSystemDriverMismatch, "cudaErrorSystemDriverMismatch",
                 "system has unsupported display driver / cuda driver combination"),
-       "(/usr/local/cuda-13.0/compat/libcuda.so.1) does not match"},
+       "(/usr/local/cuda-13.0/compat/libcuda.so.1) is a forward-compatibility libcuda that this kernel driver"},
       {error_of(cuda::kErrorCompatNotSupportedOnDevice, "cudaErrorCompatNotSupportedOnDevice",
                 "forward compatibility was attempted on non supported HW"),
        "(/usr/local/cuda-13.0/compat/libcuda.so.1) is a forward-compatibility"},
@@ -79,6 +79,23 @@ TEST(NoDeviceReason, ForwardCompatibilityErrorsNameTheLibraryAndThePath) {
     EXPECT_THAT(reason, HasSubstr("LD_LIBRARY_PATH"));
     EXPECT_THAT(reason, HasSubstr(c.error.name + " (" + std::to_string(c.error.code) + "): " + c.error.text));
   }
+}
+
+TEST(NoDeviceReason, AMismatchWithoutACompatLibraryIsAStaleKernelModule) {
+  const std::string reason = cuda::no_device_reason(
+      error_of(cuda::kErrorSystemDriverMismatch, "cudaErrorSystemDriverMismatch",
+               "system has unsupported display driver / cuda driver combination"),
+      {"/usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05", ""}, nullptr);
+  EXPECT_THAT(reason, HasSubstr("/proc/driver/nvidia/version"));
+  EXPECT_THAT(reason, Not(HasSubstr("LD_LIBRARY_PATH")));
+}
+
+TEST(NoDeviceReason, TheToolkitsStubIsNamed) {
+  const std::string reason = cuda::no_device_reason(
+      error_of(cuda::kErrorStubLibrary, "cudaErrorStubLibrary", "CUDA driver is a stub library"),
+      {"/usr/local/cuda/lib64/stubs/libcuda.so", ""}, nullptr);
+  EXPECT_THAT(reason, HasSubstr("(/usr/local/cuda/lib64/stubs/libcuda.so) is the CUDA toolkit's stub"));
+  EXPECT_THAT(reason, HasSubstr("cudaErrorStubLibrary (34)"));
 }
 
 TEST(NoDeviceReason, NoDeviceNamesCudaVisibleDevicesOnlyWhenSet) {

@@ -6,6 +6,8 @@
 // the steps rank 0's engine loop sends, so rank 0 can time them all: the loop marks each step's
 // start and end in a StepWatch, and a StepWatchdog thread calls back once a step has run past the
 // timeout (vLLM's engine iteration timeout, VLLM_ENGINE_ITERATION_TIMEOUT_S, does the same).
+// star-server then aborts the job from that thread while the engine thread may still be inside a
+// collective, as it does for a lost rank: the job is ending, and no MPI call of rank 0 is waited for.
 #pragma once
 
 #include <chrono>

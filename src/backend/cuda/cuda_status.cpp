@@ -7,6 +7,7 @@
 
 namespace star::cuda {
 
+static_assert(cudaErrorStubLibrary == kErrorStubLibrary);
 static_assert(cudaErrorInsufficientDriver == kErrorInsufficientDriver);
 static_assert(cudaErrorNoDevice == kErrorNoDevice);
 static_assert(cudaErrorSystemDriverMismatch == kErrorSystemDriverMismatch);
@@ -38,7 +39,7 @@ Status device_status() {
     if (count > 0) return ok_status();
     return failed_precondition("no CUDA device visible to this process (cudaGetDeviceCount found 0)");
   }
-  cudaGetLastError();  // clear the sticky error for later calls
+  cudaGetLastError();  // this thread's last error is read by later checks (launch_status)
   const DeviceCountError e{static_cast<int>(error), cudaGetErrorName(error), cudaGetErrorString(error)};
   return failed_precondition("no CUDA device visible to this process: " +
                              no_device_reason(e, find_driver_library(), std::getenv("CUDA_VISIBLE_DEVICES")));

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <stdlib.h>
 
 namespace star::cuda {
 namespace {
@@ -16,11 +17,14 @@ std::string driver_named(const DriverLibrary& driver) {
   return driver.path.empty() ? std::string(kDriverLibrary) : driver.path;
 }
 
+// A forward-compatibility libcuda ships in a CUDA toolkit's compat/ folder.
+bool from_compat_folder(const DriverLibrary& driver) { return driver.path.find("/compat/") != std::string::npos; }
+
 }  // namespace
 
 DriverLibrary find_driver_library() {
   DriverLibrary found;
-  // RTLD_LAZY resolves nothing now; the handle only pins what the loader picked.
+  // The name the CUDA runtime opens: where the runtime loaded the driver, this is that same copy.
   void* handle = dlopen(kDriverLibrary, RTLD_LAZY | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
@@ -28,7 +32,12 @@ DriverLibrary find_driver_library() {
     return found;
   }
   link_map* map = nullptr;
-  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr) found.path = map->l_name;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr) {
+    // The file behind the soname link (libcuda.so.580.95.05) names the driver's version.
+    char* real = realpath(map->l_name, nullptr);
+    found.path = real != nullptr ? real : map->l_name;
+    free(real);
+  }
   if (found.path.empty()) found.path = kDriverLibrary;
   dlclose(handle);
   return found;
@@ -46,11 +55,19 @@ std::string no_device_reason(const DeviceCountError& error, const DriverLibrary&
       return "the NVIDIA driver (" + driver.path +
              ") is older than this build's CUDA runtime needs; update the driver, or on a data-center GPU put "
              "the toolkit's forward-compatibility libcuda (cuda-compat) on the library path" + runtime;
-    case kErrorSystemDriverMismatch:
+    case kErrorStubLibrary:
       return "the driver library loaded (" + driver_named(driver) +
-             ") does not match the kernel's NVIDIA driver: typically a forward-compatibility libcuda "
-             "(a CUDA toolkit's compat/ folder) on LD_LIBRARY_PATH; take it off the path so that the "
-             "driver's own libcuda loads" + runtime;
+             ") is the CUDA toolkit's stub, which exists only for linking: take its stubs/ folder off "
+             "LD_LIBRARY_PATH so that the driver's own libcuda loads" + runtime;
+    case kErrorSystemDriverMismatch:
+      if (from_compat_folder(driver)) {
+        return "the driver library loaded (" + driver.path +
+               ") is a forward-compatibility libcuda that this kernel driver does not support: take that "
+               "compat/ folder off LD_LIBRARY_PATH so that the driver's own libcuda loads" + runtime;
+      }
+      return "the driver library loaded (" + driver_named(driver) +
+             ") and the kernel's NVIDIA module are of different versions (compare /proc/driver/nvidia/version): "
+             "after a driver update, reboot or reload the nvidia module" + runtime;
     case kErrorCompatNotSupportedOnDevice:
       return "the driver library loaded (" + driver_named(driver) +
              ") is a forward-compatibility libcuda, which this GPU does not support (data-center GPUs only); "

@@ -22,6 +22,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -168,7 +169,15 @@ int serve_rank0(const Options& o, Communicator& comm, MpiDoorbell& doorbell) {
                  o.server.scheduler.max_num_batched_tokens, o.server.scheduler.max_chunk_cost,
                  attention_keys_per_token(model->engine->config()));
   }
-  auto on_lost = [&s](const std::string& why) {
+  // Two threads may call it (RankMonitor's, StepWatchdog's), say a rank killed during a step
+  // longer than --step-timeout: the first reason is the one the job ends with, and MPI_Abort runs
+  // once.
+  std::atomic<bool> ending = false;
+  auto on_lost = [&s, &ending](const std::string& why) {
+    if (ending.exchange(true)) {
+      spdlog::warn("{} (the job is already ending)", why);
+      return;
+    }
     spdlog::critical("{}; every request ends with UNAVAILABLE", why);
     s.fail(why, kFailGrace);
     s.stop_grpc(kFlushAnswers);

@@ -2,7 +2,8 @@
 // misleads for the commonest causes: with no NVIDIA driver installed at all it says "CUDA driver
 // version is insufficient for CUDA runtime version", and a forward-compatibility libcuda (the
 // toolkit's compat/ folder) left on LD_LIBRARY_PATH gives errors 803 and 804, whose texts name
-// neither the library nor where it came from.
+// neither the library nor where it came from (803 also follows a driver update without a reboot,
+// and the toolkit's stubs/ folder on the path gives 34).
 #pragma once
 
 #include <string>
@@ -10,6 +11,7 @@
 namespace star::cuda {
 
 // The cudaError_t values explained below (cuda_status.cpp checks them against the runtime's enum).
+inline constexpr int kErrorStubLibrary = 34;
 inline constexpr int kErrorInsufficientDriver = 35;
 inline constexpr int kErrorNoDevice = 100;
 inline constexpr int kErrorSystemDriverMismatch = 803;
@@ -24,7 +26,7 @@ struct DeviceCountError {
 
 // The driver library, libcuda.so.1, as this process finds it.
 struct DriverLibrary {
-  std::string path;        // the file mapped (empty when it cannot be loaded)
+  std::string path;        // the file mapped, links resolved (empty when it cannot be loaded)
   std::string load_error;  // dlerror() when it cannot
 };
 
