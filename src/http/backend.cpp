@@ -72,9 +72,10 @@ Backend::~Backend() {
   monitor_.join();
 }
 
-std::unique_ptr<grpc::ClientContext> Backend::call(std::chrono::milliseconds timeout) const {
+std::unique_ptr<grpc::ClientContext> Backend::call(std::chrono::milliseconds timeout, const std::string& client) const {
   auto context = std::make_unique<grpc::ClientContext>();
   if (!api_key_.empty()) context->AddMetadata("authorization", "Bearer " + api_key_);
+  if (!client.empty()) context->AddMetadata("x-forwarded-for", client);
   if (timeout.count() > 0) context->set_deadline(std::chrono::system_clock::now() + timeout);
   return context;
 }

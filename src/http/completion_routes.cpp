@@ -73,7 +73,7 @@ std::optional<ApiError> settle_max_tokens(Backend& backend, const ModelFacts& mo
 }
 
 std::optional<ApiError> start(RouteContext& ctx, Endpoint endpoint, const std::string& body_text,
-                              Clock::time_point arrived, std::shared_ptr<Generation>& out) {
+                              Clock::time_point arrived, const std::string& client, std::shared_ptr<Generation>& out) {
   nlohmann::json body;
   if (auto e = parse_body(body_text, body)) return e;
   Result<OpenAiRequest> request = parse_openai_request(endpoint, body);
@@ -91,7 +91,7 @@ std::optional<ApiError> start(RouteContext& ctx, Endpoint endpoint, const std::s
   g->fields = client_fields(*request);
   g->call = std::make_unique<GenerationCall>(
       ctx.backend, to_generate_request(*request, std::move(prompt.context), std::move(prompt.query), fresh_seed()),
-      arrived);
+      arrived, client);
   if (!g->call->next(g->first)) {
     grpc::Status s = g->call->finish();
     ctx.backend.observe_failure(s);
@@ -178,7 +178,7 @@ void handle(RouteContext& ctx, Endpoint endpoint, const httplib::Request& req, c
             httplib::Response& res) {
   const Clock::time_point arrived = Clock::now();
   std::shared_ptr<Generation> g;
-  if (auto error = start(ctx, endpoint, body, arrived, g)) {
+  if (auto error = start(ctx, endpoint, body, arrived, req.remote_addr, g)) {
     ctx.metrics.observe_error();
     reply_error(res, *error);
     return;

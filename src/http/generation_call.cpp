@@ -8,8 +8,9 @@ double seconds(GenerationCall::Clock::duration d) { return std::chrono::duration
 
 }  // namespace
 
-GenerationCall::GenerationCall(Backend& backend, const v1::GenerateRequest& request, Clock::time_point arrived)
-    : context_(backend.call(std::chrono::milliseconds(0))), arrived_(arrived) {
+GenerationCall::GenerationCall(Backend& backend, const v1::GenerateRequest& request, Clock::time_point arrived,
+                               const std::string& client)
+    : context_(backend.call(std::chrono::milliseconds(0), client)), arrived_(arrived) {
   reader_ = backend.star().Generate(context_.get(), request);
 }
 

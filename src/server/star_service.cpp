@@ -93,6 +93,14 @@ void fill_context_info(const ContextEntry& e, v1::ContextInfo& out) {
   out.set_idle_seconds(std::chrono::duration<double>(Clock::now() - e.last_used).count());
 }
 
+// The client a call's streams count for: its peer, or the client a trusted proxy forwards.
+std::string client_of(const grpc::ServerContext& context, const std::vector<std::string>& trusted) {
+  std::optional<std::string_view> forwarded;
+  const auto [first, end] = context.client_metadata().equal_range(kForwardedForKey);
+  for (auto it = first; it != end; ++it) forwarded = std::string_view(it->second.data(), it->second.size());
+  return client_of_call(context.peer(), forwarded, trusted);
+}
+
 }  // namespace
 
 StarService::StarService(const ServerOptions& options, int ranks, WorkQueue& queue, ContextRegistry& contexts)
@@ -226,7 +234,7 @@ grpc::Status StarService::run_job(grpc::ServerContext& context, const std::share
 grpc::Status StarService::Generate(grpc::ServerContext* context, const v1::GenerateRequest* request,
                                    grpc::ServerWriter<v1::GenerateResponse>* writer) {
   if (grpc::Status s = admit_call(*context); !s.ok()) return s;
-  Result<ClientStreams::Slot> stream = streams_.open(client_of_peer(context->peer()));
+  Result<ClientStreams::Slot> stream = streams_.open(client_of(*context, options_.forwarded_allow_ips));
   if (!stream.ok()) return to_grpc_status(stream.status());
   if (grpc::Status s = check_request_size(*request, options_.limits.max_request_bytes); !s.ok()) return s;
   if (request->request_id().size() > kMaxRequestIdBytes) {
@@ -290,7 +298,7 @@ grpc::Status StarService::Generate(grpc::ServerContext* context, const v1::Gener
 grpc::Status StarService::CreateContext(grpc::ServerContext* context, const v1::CreateContextRequest* request,
                                         grpc::ServerWriter<v1::CreateContextResponse>* writer) {
   if (grpc::Status s = admit_call(*context); !s.ok()) return s;
-  Result<ClientStreams::Slot> stream = streams_.open(client_of_peer(context->peer()));
+  Result<ClientStreams::Slot> stream = streams_.open(client_of(*context, options_.forwarded_allow_ips));
   if (!stream.ok()) return to_grpc_status(stream.status());
   if (grpc::Status s = check_request_size(*request, options_.limits.max_request_bytes); !s.ok()) return s;
   Result<CreateContextWork> work = parse_create_context_request(*request, defaults());

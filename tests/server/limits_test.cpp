@@ -249,8 +249,10 @@ TEST_F(Limits, ContextCacheCountsTheStoredKvType) {
 // counts it as active.
 class OpenStream {
  public:
-  OpenStream(v1::StarService::Stub& stub, std::function<int32_t()> active) {
+  // forwarded_for: the client a proxy names (x-forwarded-for); empty: none.
+  OpenStream(v1::StarService::Stub& stub, std::function<int32_t()> active, const std::string& forwarded_for = "") {
     const int32_t before = active();
+    if (!forwarded_for.empty()) context_.AddMetadata("x-forwarded-for", forwarded_for);
     thread_ = std::thread([this, &stub] {
       v1::GenerateRequest r = text_request("", "hello", 4000);
       r.set_ignore_eos(true);
@@ -313,6 +315,70 @@ TEST(ClientOfPeer, DropsThePortOnly) {
   EXPECT_EQ(server::client_of_peer("ipv4:127.0.0.1:5000"), "127.0.0.1");
   EXPECT_EQ(server::client_of_peer("ipv6:[::1]:5000"), "[::1]");
   EXPECT_EQ(server::client_of_peer("unix:/tmp/socket"), "unix:/tmp/socket");
+}
+
+TEST(ClientOfCall, ATrustedProxyNamesItsClient) {
+  const std::vector<std::string> local = {"127.0.0.1", "::1"};
+  EXPECT_EQ(server::client_of_call("ipv4:127.0.0.1:5000", "10.0.0.7", local), "10.0.0.7");
+  EXPECT_EQ(server::client_of_call("ipv6:[::1]:5000", "2001:db8::5", local), "[2001:db8::5]");
+  // The last hop is the one the trusted proxy saw; what its client claimed before it is not.
+  EXPECT_EQ(server::client_of_call("ipv4:127.0.0.1:5000", "1.2.3.4, 10.0.0.7", local), "10.0.0.7");
+  // IPv4 reached over an IPv6 socket is the same address.
+  EXPECT_EQ(server::client_of_call("ipv6:[::ffff:127.0.0.1]:5000", "10.0.0.7", local), "10.0.0.7");
+  EXPECT_EQ(server::client_of_call("ipv6:[::ffff:10.0.0.9]:5000", std::nullopt, local), "10.0.0.9");
+  EXPECT_EQ(server::client_of_call("ipv4:192.168.1.4:5000", "10.0.0.7", {"*"}), "10.0.0.7");
+}
+
+TEST(ClientOfCall, OtherwiseThePeerCounts) {
+  const std::vector<std::string> local = {"127.0.0.1", "::1"};
+  EXPECT_EQ(server::client_of_call("ipv4:192.168.1.4:5000", "10.0.0.7", local), "192.168.1.4")
+      << "a peer not listed cannot name another client";
+  EXPECT_EQ(server::client_of_call("ipv4:127.0.0.1:5000", std::nullopt, local), "127.0.0.1");
+  EXPECT_EQ(server::client_of_call("ipv4:127.0.0.1:5000", "", local), "127.0.0.1");
+  EXPECT_EQ(server::client_of_call("ipv4:127.0.0.1:5000", "unknown", local), "127.0.0.1") << "not an address";
+  EXPECT_EQ(server::client_of_call("ipv4:127.0.0.1:5000", "10.0.0.7", {}), "127.0.0.1") << "nobody trusted";
+  EXPECT_EQ(server::client_of_call("unix:/tmp/socket", "10.0.0.7", {"*"}), "unix:/tmp/socket");
+}
+
+TEST_F(Limits, ATrustedProxysClientsEachHaveTheirOwnStreams) {
+  server::ServerOptions options;  // trusts 127.0.0.1, where this test's calls come from
+  options.limits.max_streams_per_client = 1;
+  options.default_max_tokens = 4000;
+  RunningServer running(model_dir(), options);
+  auto active = [&] {
+    grpc::ClientContext context;
+    v1::ServerInfo info;
+    EXPECT_TRUE(running.stub().GetServerInfo(&context, {}, &info).ok());
+    return info.active_requests();
+  };
+  OpenStream first(running.stub(), active, "10.0.0.1");
+  const GenerateStream other = generate(running.stub(), text_request("", "hi", 1), {.forwarded_for = "10.0.0.2"});
+  EXPECT_TRUE(other.status.ok()) << other.status.error_message();
+  const GenerateStream proxy = generate(running.stub(), text_request("", "hi", 1));
+  EXPECT_TRUE(proxy.status.ok()) << "the proxy's own calls count for it: " << proxy.status.error_message();
+  const GenerateStream same = generate(running.stub(), text_request("", "hi", 1), {.forwarded_for = "10.0.0.1"});
+  EXPECT_EQ(same.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(same.status.error_message(),
+            "client 10.0.0.1 already has 1 streams open, the server's limit per client (--max-streams-per-client 1)");
+}
+
+TEST_F(Limits, AnUntrustedPeerCannotNameAnotherClient) {
+  server::ServerOptions options;
+  options.limits.max_streams_per_client = 1;
+  options.default_max_tokens = 4000;
+  options.forwarded_allow_ips = {"10.9.9.9"};
+  RunningServer running(model_dir(), options);
+  auto active = [&] {
+    grpc::ClientContext context;
+    v1::ServerInfo info;
+    EXPECT_TRUE(running.stub().GetServerInfo(&context, {}, &info).ok());
+    return info.active_requests();
+  };
+  OpenStream first(running.stub(), active, "10.0.0.1");
+  const GenerateStream other = generate(running.stub(), text_request("", "hi", 1), {.forwarded_for = "10.0.0.2"});
+  EXPECT_EQ(other.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(other.status.error_message(),
+            "client 127.0.0.1 already has 1 streams open, the server's limit per client (--max-streams-per-client 1)");
 }
 
 TEST_F(Limits, AFailedServerAnswersEveryRequestUnavailable) {

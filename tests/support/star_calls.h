@@ -18,12 +18,14 @@ namespace star::testing {
 struct CallOptions {
   std::string api_key;
   std::optional<std::chrono::milliseconds> deadline;
+  std::string forwarded_for;  // sent as x-forwarded-for, as a proxy names its client
 };
 
 inline std::unique_ptr<grpc::ClientContext> make_context(const CallOptions& options) {
   auto context = std::make_unique<grpc::ClientContext>();
   if (!options.api_key.empty()) context->AddMetadata("authorization", "Bearer " + options.api_key);
   if (options.deadline) context->set_deadline(std::chrono::system_clock::now() + *options.deadline);
+  if (!options.forwarded_for.empty()) context->AddMetadata("x-forwarded-for", options.forwarded_for);
   return context;
 }
 

@@ -51,8 +51,11 @@ class Backend {
   Backend(const Backend&) = delete;
   Backend& operator=(const Backend&) = delete;
 
-  // A context for one call, with the backend's key; `timeout` 0: no deadline.
-  std::unique_ptr<grpc::ClientContext> call(std::chrono::milliseconds timeout = std::chrono::seconds(30)) const;
+  // A context for one call, with the backend's key; `timeout` 0: no deadline. `client`: the HTTP
+  // client's address, sent as x-forwarded-for so that star-server counts the call's stream for that
+  // client rather than for this shim (its --forwarded-allow-ips lists the shim); empty: none.
+  std::unique_ptr<grpc::ClientContext> call(std::chrono::milliseconds timeout = std::chrono::seconds(30),
+                                            const std::string& client = "") const;
   v1::StarService::Stub& star() { return *star_; }
 
   BackendHealth health() const;

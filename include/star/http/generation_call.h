@@ -19,8 +19,10 @@ class GenerationCall {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // `arrived`: when the HTTP request came in, the start of every latency the metrics report.
-  GenerationCall(Backend& backend, const v1::GenerateRequest& request, Clock::time_point arrived);
+  // `arrived`: when the HTTP request came in, the start of every latency the metrics report;
+  // `client`: the HTTP client's address (Backend::call).
+  GenerationCall(Backend& backend, const v1::GenerateRequest& request, Clock::time_point arrived,
+                 const std::string& client);
   ~GenerationCall();
   GenerationCall(const GenerationCall&) = delete;
   GenerationCall& operator=(const GenerationCall&) = delete;

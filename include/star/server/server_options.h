@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "star/attention/attention_config.h"
 #include "star/common/status.h"
@@ -52,6 +53,9 @@ struct ServerOptions {
   int64_t default_max_tokens = 128;
   AttentionConfig attention;                       // unless a request overrides it
   ServerLimits limits;
+  // Peers whose x-forwarded-for names the client their calls count for (client_streams.h); "*": any.
+  // The default trusts a proxy on the same host, such as star-openai.
+  std::vector<std::string> forwarded_allow_ips = {"127.0.0.1", "::1"};
   SchedulerLimits scheduler;
   std::chrono::milliseconds shutdown_timeout{30000};  // accepted work may finish within this
   std::chrono::milliseconds cancel_poll{10};       // how often handlers look for cancellation

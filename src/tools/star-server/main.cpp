@@ -332,9 +332,16 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->group("Limits");
   app.add_option("--max-streams-per-client", l.max_streams_per_client,
-                 "Generate/CreateContext calls one client address may have open at once")
+                 "Generate/CreateContext calls one client address may have open at once (a call from a "
+                 "--forwarded-allow-ips proxy counts for the address it forwards)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber)
+      ->group("Limits");
+  app.add_option("--forwarded-allow-ips", s.forwarded_allow_ips,
+                 "comma-separated peer addresses (proxies such as star-openai) whose x-forwarded-for metadata "
+                 "names the client their calls count for in --max-streams-per-client; '*': any peer")
+      ->delimiter(',')
+      ->capture_default_str()
       ->group("Limits");
   app.add_option("--log-level", o.log_level, "trace|debug|info|warn|error")->capture_default_str();
   app.add_option("--backend", o.backend, "cpu, or cuda (one GPU per rank, by local rank)")
