@@ -50,6 +50,24 @@ class Limits : public ::testing::Test {
     return o;
   }
 
+  // Options with at most `streams` streams per client and room for long answers.
+  static server::ServerOptions streams_limited(int64_t streams) {
+    server::ServerOptions o;
+    o.limits.max_streams_per_client = streams;
+    o.default_max_tokens = 4000;
+    return o;
+  }
+
+  // The server's count of requests running or queued.
+  static std::function<int32_t()> active_requests(RunningServer& running) {
+    return [&running] {
+      grpc::ClientContext context;
+      v1::ServerInfo info;
+      EXPECT_TRUE(running.stub().GetServerInfo(&context, {}, &info).ok());
+      return info.active_requests();
+    };
+  }
+
   // The model's KV bytes per token, as the server reports it.
   static int64_t kv_bytes_per_token() { return model_info(KvDType::kF32).kv_bytes_per_token(); }
 
@@ -285,16 +303,8 @@ class OpenStream {
 };
 
 TEST_F(Limits, StreamsPerClientAreCountedAndReleased) {
-  server::ServerOptions options;
-  options.limits.max_streams_per_client = 2;
-  options.default_max_tokens = 4000;
-  RunningServer running(model_dir(), options);
-  auto active = [&] {
-    grpc::ClientContext context;
-    v1::ServerInfo info;
-    EXPECT_TRUE(running.stub().GetServerInfo(&context, {}, &info).ok());
-    return info.active_requests();
-  };
+  RunningServer running(model_dir(), streams_limited(2));
+  const std::function<int32_t()> active = active_requests(running);
   {
     OpenStream first(running.stub(), active);
     OpenStream second(running.stub(), active);  // at the limit: accepted
@@ -341,17 +351,8 @@ TEST(ClientOfCall, OtherwiseThePeerCounts) {
 }
 
 TEST_F(Limits, ATrustedProxysClientsEachHaveTheirOwnStreams) {
-  server::ServerOptions options;  // trusts 127.0.0.1, where this test's calls come from
-  options.limits.max_streams_per_client = 1;
-  options.default_max_tokens = 4000;
-  RunningServer running(model_dir(), options);
-  auto active = [&] {
-    grpc::ClientContext context;
-    v1::ServerInfo info;
-    EXPECT_TRUE(running.stub().GetServerInfo(&context, {}, &info).ok());
-    return info.active_requests();
-  };
-  OpenStream first(running.stub(), active, "10.0.0.1");
+  RunningServer running(model_dir(), streams_limited(1));  // trusts 127.0.0.1, where these calls come from
+  OpenStream first(running.stub(), active_requests(running), "10.0.0.1");
   const GenerateStream other = generate(running.stub(), text_request("", "hi", 1), {.forwarded_for = "10.0.0.2"});
   EXPECT_TRUE(other.status.ok()) << other.status.error_message();
   const GenerateStream proxy = generate(running.stub(), text_request("", "hi", 1));
@@ -363,18 +364,10 @@ TEST_F(Limits, ATrustedProxysClientsEachHaveTheirOwnStreams) {
 }
 
 TEST_F(Limits, AnUntrustedPeerCannotNameAnotherClient) {
-  server::ServerOptions options;
-  options.limits.max_streams_per_client = 1;
-  options.default_max_tokens = 4000;
+  server::ServerOptions options = streams_limited(1);
   options.forwarded_allow_ips = {"10.9.9.9"};
   RunningServer running(model_dir(), options);
-  auto active = [&] {
-    grpc::ClientContext context;
-    v1::ServerInfo info;
-    EXPECT_TRUE(running.stub().GetServerInfo(&context, {}, &info).ok());
-    return info.active_requests();
-  };
-  OpenStream first(running.stub(), active, "10.0.0.1");
+  OpenStream first(running.stub(), active_requests(running), "10.0.0.1");
   const GenerateStream other = generate(running.stub(), text_request("", "hi", 1), {.forwarded_for = "10.0.0.2"});
   EXPECT_EQ(other.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_EQ(other.status.error_message(),
