@@ -9,6 +9,7 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
+#include "star/server/client_address.h"
 #include "star/server/engine_loop.h"
 
 namespace star::server {
@@ -57,6 +58,7 @@ StarServer::StarServer(const ServerOptions& options, int ranks)
 
 Result<std::unique_ptr<StarServer>> StarServer::start(const ServerOptions& options, int ranks) {
   if (Status s = check_scheduler_limits(options.scheduler); !s.ok()) return s;
+  if (Status s = check_forwarded_allow_ips(options.forwarded_allow_ips); !s.ok()) return s;
   Result<std::shared_ptr<grpc::ServerCredentials>> credentials = server_credentials(options);
   if (!credentials.ok()) return credentials.status();
   grpc::EnableDefaultHealthCheckService(true);

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "star/server/answer_text.h"
+#include "star/server/client_address.h"
 #include "star/server/engine_loop.h"
 #include "star/server/proto_convert.h"
 #include "star/server/request_parsing.h"

@@ -10,7 +10,6 @@
 #include <thread>
 #include <vector>
 
-#include "star/server/client_streams.h"
 #include "support/running_server.h"
 #include "support/star_calls.h"
 #include "support/temp_dir.h"
@@ -319,35 +318,6 @@ TEST_F(Limits, StreamsPerClientAreCountedAndReleased) {
   ASSERT_TRUE(OpenStream::wait_for([&] { return active() == 0; }));
   const GenerateStream after = generate(running.stub(), text_request("", "hi", 1));
   EXPECT_TRUE(after.status.ok()) << "closed streams give their slots back: " << after.status.error_message();
-}
-
-TEST(ClientOfPeer, DropsThePortOnly) {
-  EXPECT_EQ(server::client_of_peer("ipv4:127.0.0.1:5000"), "127.0.0.1");
-  EXPECT_EQ(server::client_of_peer("ipv6:[::1]:5000"), "[::1]");
-  EXPECT_EQ(server::client_of_peer("unix:/tmp/socket"), "unix:/tmp/socket");
-}
-
-TEST(ClientOfCall, ATrustedProxyNamesItsClient) {
-  const std::vector<std::string> local = {"127.0.0.1", "::1"};
-  EXPECT_EQ(server::client_of_call("ipv4:127.0.0.1:5000", "10.0.0.7", local), "10.0.0.7");
-  EXPECT_EQ(server::client_of_call("ipv6:[::1]:5000", "2001:db8::5", local), "[2001:db8::5]");
-  // The last hop is the one the trusted proxy saw; what its client claimed before it is not.
-  EXPECT_EQ(server::client_of_call("ipv4:127.0.0.1:5000", "1.2.3.4, 10.0.0.7", local), "10.0.0.7");
-  // IPv4 reached over an IPv6 socket is the same address.
-  EXPECT_EQ(server::client_of_call("ipv6:[::ffff:127.0.0.1]:5000", "10.0.0.7", local), "10.0.0.7");
-  EXPECT_EQ(server::client_of_call("ipv6:[::ffff:10.0.0.9]:5000", std::nullopt, local), "10.0.0.9");
-  EXPECT_EQ(server::client_of_call("ipv4:192.168.1.4:5000", "10.0.0.7", {"*"}), "10.0.0.7");
-}
-
-TEST(ClientOfCall, OtherwiseThePeerCounts) {
-  const std::vector<std::string> local = {"127.0.0.1", "::1"};
-  EXPECT_EQ(server::client_of_call("ipv4:192.168.1.4:5000", "10.0.0.7", local), "192.168.1.4")
-      << "a peer not listed cannot name another client";
-  EXPECT_EQ(server::client_of_call("ipv4:127.0.0.1:5000", std::nullopt, local), "127.0.0.1");
-  EXPECT_EQ(server::client_of_call("ipv4:127.0.0.1:5000", "", local), "127.0.0.1");
-  EXPECT_EQ(server::client_of_call("ipv4:127.0.0.1:5000", "unknown", local), "127.0.0.1") << "not an address";
-  EXPECT_EQ(server::client_of_call("ipv4:127.0.0.1:5000", "10.0.0.7", {}), "127.0.0.1") << "nobody trusted";
-  EXPECT_EQ(server::client_of_call("unix:/tmp/socket", "10.0.0.7", {"*"}), "unix:/tmp/socket");
 }
 
 TEST_F(Limits, ATrustedProxysClientsEachHaveTheirOwnStreams) {

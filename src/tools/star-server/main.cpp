@@ -338,8 +338,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->group("Limits");
   app.add_option("--forwarded-allow-ips", s.forwarded_allow_ips,
-                 "comma-separated peer addresses (proxies such as star-openai) whose x-forwarded-for metadata "
-                 "names the client their calls count for in --max-streams-per-client; '*': any peer")
+                 "comma-separated IP addresses of peers (proxies such as star-openai) whose x-forwarded-for "
+                 "metadata names the client their calls count for in --max-streams-per-client; replaces the "
+                 "default; '*': any peer, '': none")
       ->delimiter(',')
       ->capture_default_str()
       ->group("Limits");
