@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <future>
+#include <latch>
 #include <thread>
 
 #include "e2e_fixture.h"
@@ -39,7 +40,9 @@ v1::ListContextsResponse list_contexts(v1::StarService::Stub& stub) {
 }
 
 // Continuous batching on two ranks: queries on one context asked at once stream together (every
-// one has its first token before any has its last) and each answers exactly as it does alone.
+// one has its first token before any has its last) and each answers exactly as it does alone. The
+// clients start together (a latch) and the answers are long enough (200 tokens, tens of ms on the
+// tiny model) that a client thread scheduled late on a busy machine still asks before another ends.
 TEST_F(E2E, ConcurrentQueriesOnOneContextStreamTogetherAndAnswerAsAlone) {
   constexpr int kQueries = 4;
   v1::CreateContextRequest create;
@@ -48,7 +51,7 @@ TEST_F(E2E, ConcurrentQueriesOnOneContextStreamTogetherAndAnswerAsAlone) {
   ASSERT_TRUE(created.status.ok()) << created.status.error_message();
   const std::string id = created.context->context_id();
   auto request = [&](int i) {
-    v1::GenerateRequest r = session_request(id, "Question " + std::to_string(i) + "?", 40, i % 2 ? 0.8f : 0.f, 7 + i);
+    v1::GenerateRequest r = session_request(id, "Question " + std::to_string(i) + "?", 200, i % 2 ? 0.8f : 0.f, 7 + i);
     r.set_ignore_eos(true);
     return r;
   };
@@ -61,8 +64,10 @@ TEST_F(E2E, ConcurrentQueriesOnOneContextStreamTogetherAndAnswerAsAlone) {
   std::vector<int> finished_before_first(kQueries, -1);
   std::vector<GenerateStream> together(kQueries);
   std::vector<std::thread> clients;
+  std::latch start(kQueries);
   for (int i = 0; i < kQueries; ++i) {
     clients.emplace_back([&, i] {
+      start.arrive_and_wait();
       together[i] = generate(stub(), request(i), with_key(), [&, i](const GenerateStream& so_far, grpc::ClientContext&) {
         if (finished_before_first[i] < 0 && !so_far.token_ids.empty()) finished_before_first[i] = finished.load();
       });
