@@ -37,11 +37,15 @@ std::string unescaped(std::string_view s) {
   return out;
 }
 
-bool trusts(const std::vector<std::string>& trusted, const std::string& proxy) {
-  return std::any_of(trusted.begin(), trusted.end(), [&](const std::string& entry) {
-    const std::string_view t = trimmed(entry);
-    return t == "*" || canonical_address(t) == proxy;
-  });
+// The peer's address in canonical_address's spelling; nullopt for a peer that is not an IP address.
+std::optional<std::string> peer_address(std::string_view peer) {
+  const std::string decoded = unescaped(peer);
+  const std::string_view p = decoded;
+  const size_t scheme = p.find(':');
+  if (scheme == std::string_view::npos) return std::nullopt;
+  const std::string_view scheme_name = p.substr(0, scheme);
+  if (scheme_name != "ipv4" && scheme_name != "ipv6") return std::nullopt;
+  return canonical_address(p.substr(scheme + 1));
 }
 
 }  // namespace
@@ -79,32 +83,36 @@ std::optional<std::string> canonical_address(std::string_view text) {
   return bracketed;
 }
 
-std::string client_of_peer(std::string_view peer) {
-  const std::string decoded = unescaped(peer);
-  const std::string_view p = decoded;
-  const size_t scheme = p.find(':');
-  if (scheme == std::string_view::npos) return std::string(peer);
-  const std::string_view scheme_name = p.substr(0, scheme);
-  if (scheme_name != "ipv4" && scheme_name != "ipv6") return std::string(peer);
-  return canonical_address(p.substr(scheme + 1)).value_or(std::string(peer));
+std::string client_of_peer(std::string_view peer) { return peer_address(peer).value_or(std::string(peer)); }
+
+bool TrustedProxies::trusts(const std::string& address) const {
+  return any || std::find(addresses.begin(), addresses.end(), address) != addresses.end();
+}
+
+Result<TrustedProxies> trusted_proxies(const std::vector<std::string>& entries) {
+  TrustedProxies trusted;
+  for (const std::string& entry : entries) {
+    const std::string_view e = trimmed(entry);
+    if (e.empty()) continue;
+    if (e == "*") {
+      trusted.any = true;
+    } else if (std::optional<std::string> address = canonical_address(e)) {
+      trusted.addresses.push_back(std::move(*address));
+    } else {
+      return invalid_argument("--forwarded-allow-ips: '" + entry + "' is not an IP address (nor '*')");
+    }
+  }
+  return trusted;
 }
 
 std::string client_of_call(std::string_view peer, std::optional<std::string_view> forwarded_for,
-                           const std::vector<std::string>& trusted) {
-  const std::string own = client_of_peer(peer);
-  if (!forwarded_for || !canonical_address(own) || !trusts(trusted, own)) return own;
+                           const TrustedProxies& trusted) {
+  const std::optional<std::string> proxy = peer_address(peer);
+  if (!proxy) return std::string(peer);  // not an IP peer (a Unix socket): no proxy to trust
+  if (!forwarded_for || !trusted.trusts(*proxy)) return *proxy;
   const size_t comma = forwarded_for->rfind(',');
   const std::string_view last = comma == std::string_view::npos ? *forwarded_for : forwarded_for->substr(comma + 1);
-  return canonical_address(last).value_or(own);
-}
-
-Status check_forwarded_allow_ips(const std::vector<std::string>& entries) {
-  for (const std::string& entry : entries) {
-    const std::string_view e = trimmed(entry);
-    if (e.empty() || e == "*" || canonical_address(e)) continue;
-    return invalid_argument("--forwarded-allow-ips: '" + entry + "' is not an IP address (nor '*')");
-  }
-  return ok_status();
+  return canonical_address(last).value_or(*proxy);
 }
 
 }  // namespace star::server

@@ -9,7 +9,6 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
-#include "star/server/client_address.h"
 #include "star/server/engine_loop.h"
 
 namespace star::server {
@@ -50,21 +49,22 @@ Result<std::shared_ptr<grpc::ServerCredentials>> server_credentials(const Server
 
 }  // namespace
 
-StarServer::StarServer(const ServerOptions& options, int ranks)
+StarServer::StarServer(const ServerOptions& options, TrustedProxies proxies, int ranks)
     : options_(options),
       queue_(options.queue_capacity),
       contexts_(options.context_cache_bytes, ranks),
-      service_(options, ranks, queue_, contexts_) {}
+      service_(options, std::move(proxies), ranks, queue_, contexts_) {}
 
 Result<std::unique_ptr<StarServer>> StarServer::start(const ServerOptions& options, int ranks) {
   if (Status s = check_scheduler_limits(options.scheduler); !s.ok()) return s;
-  if (Status s = check_forwarded_allow_ips(options.forwarded_allow_ips); !s.ok()) return s;
+  Result<TrustedProxies> proxies = trusted_proxies(options.forwarded_allow_ips);
+  if (!proxies.ok()) return proxies.status();
   Result<std::shared_ptr<grpc::ServerCredentials>> credentials = server_credentials(options);
   if (!credentials.ok()) return credentials.status();
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 
-  std::unique_ptr<StarServer> server(new StarServer(options, ranks));
+  std::unique_ptr<StarServer> server(new StarServer(options, std::move(*proxies), ranks));
   grpc::ServerBuilder builder;
   // Without this, a second server could bind the same port and split the traffic.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);

@@ -5,7 +5,6 @@
 #include <spdlog/spdlog.h>
 
 #include "star/server/answer_text.h"
-#include "star/server/client_address.h"
 #include "star/server/engine_loop.h"
 #include "star/server/proto_convert.h"
 #include "star/server/request_parsing.h"
@@ -95,7 +94,7 @@ void fill_context_info(const ContextEntry& e, v1::ContextInfo& out) {
 }
 
 // The client a call's streams count for: its peer, or the client a trusted proxy forwards.
-std::string client_of(const grpc::ServerContext& context, const std::vector<std::string>& trusted) {
+std::string client_of(const grpc::ServerContext& context, const TrustedProxies& trusted) {
   std::optional<std::string_view> forwarded;
   const auto [first, end] = context.client_metadata().equal_range(kForwardedForKey);
   for (auto it = first; it != end; ++it) forwarded = std::string_view(it->second.data(), it->second.size());
@@ -104,8 +103,10 @@ std::string client_of(const grpc::ServerContext& context, const std::vector<std:
 
 }  // namespace
 
-StarService::StarService(const ServerOptions& options, int ranks, WorkQueue& queue, ContextRegistry& contexts)
+StarService::StarService(const ServerOptions& options, TrustedProxies proxies, int ranks, WorkQueue& queue,
+                         ContextRegistry& contexts)
     : options_(options),
+      proxies_(std::move(proxies)),
       ranks_(ranks),
       queue_(queue),
       contexts_(contexts),
@@ -235,7 +236,7 @@ grpc::Status StarService::run_job(grpc::ServerContext& context, const std::share
 grpc::Status StarService::Generate(grpc::ServerContext* context, const v1::GenerateRequest* request,
                                    grpc::ServerWriter<v1::GenerateResponse>* writer) {
   if (grpc::Status s = admit_call(*context); !s.ok()) return s;
-  Result<ClientStreams::Slot> stream = streams_.open(client_of(*context, options_.forwarded_allow_ips));
+  Result<ClientStreams::Slot> stream = streams_.open(client_of(*context, proxies_));
   if (!stream.ok()) return to_grpc_status(stream.status());
   if (grpc::Status s = check_request_size(*request, options_.limits.max_request_bytes); !s.ok()) return s;
   if (request->request_id().size() > kMaxRequestIdBytes) {
@@ -299,7 +300,7 @@ grpc::Status StarService::Generate(grpc::ServerContext* context, const v1::Gener
 grpc::Status StarService::CreateContext(grpc::ServerContext* context, const v1::CreateContextRequest* request,
                                         grpc::ServerWriter<v1::CreateContextResponse>* writer) {
   if (grpc::Status s = admit_call(*context); !s.ok()) return s;
-  Result<ClientStreams::Slot> stream = streams_.open(client_of(*context, options_.forwarded_allow_ips));
+  Result<ClientStreams::Slot> stream = streams_.open(client_of(*context, proxies_));
   if (!stream.ok()) return to_grpc_status(stream.status());
   if (grpc::Status s = check_request_size(*request, options_.limits.max_request_bytes); !s.ok()) return s;
   Result<CreateContextWork> work = parse_create_context_request(*request, defaults());

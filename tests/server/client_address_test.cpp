@@ -11,7 +11,14 @@
 namespace star::server {
 namespace {
 
-const std::vector<std::string> kLocal = {"127.0.0.1", "::1"};
+// The allow list as star-server parses it at start-up.
+TrustedProxies trust(const std::vector<std::string>& entries) {
+  Result<TrustedProxies> parsed = trusted_proxies(entries);
+  EXPECT_TRUE(parsed.ok()) << parsed.status().to_string();
+  return parsed.ok() ? *parsed : TrustedProxies{};
+}
+
+const TrustedProxies kLocal = trust({"127.0.0.1", "::1"});
 
 TEST(CanonicalAddress, OneSpellingPerAddress) {
   EXPECT_EQ(canonical_address("10.0.0.7"), "10.0.0.7");
@@ -50,8 +57,8 @@ TEST(ClientOfCall, ATrustedProxyNamesItsClient) {
   // IPv4 reached over an IPv6 socket is the same address, as proxy and as client.
   EXPECT_EQ(client_of_call("ipv6:%5B::ffff:127.0.0.1%5D:5000", "10.0.0.7", kLocal), "10.0.0.7");
   EXPECT_EQ(client_of_call("ipv4:127.0.0.1:5000", "::ffff:10.0.0.7", kLocal), "10.0.0.7");
-  EXPECT_EQ(client_of_call("ipv4:192.168.1.4:5000", "10.0.0.7", {"*"}), "10.0.0.7");
-  EXPECT_EQ(client_of_call("ipv4:192.168.1.4:5000", "10.0.0.7", {" 192.168.1.4 "}), "10.0.0.7");
+  EXPECT_EQ(client_of_call("ipv4:192.168.1.4:5000", "10.0.0.7", trust({"*"})), "10.0.0.7");
+  EXPECT_EQ(client_of_call("ipv4:192.168.1.4:5000", "10.0.0.7", trust({" 192.168.1.4 "})), "10.0.0.7");
 }
 
 TEST(ClientOfCall, OtherwiseThePeerCounts) {
@@ -62,17 +69,20 @@ TEST(ClientOfCall, OtherwiseThePeerCounts) {
   for (const char* forwarded : {"", "unknown", "10.0.0.7,", "beef", "[[[", "10.0.0.7:port"}) {
     EXPECT_EQ(client_of_call("ipv4:127.0.0.1:5000", forwarded, kLocal), "127.0.0.1") << forwarded;
   }
-  EXPECT_EQ(client_of_call("ipv4:127.0.0.1:5000", "10.0.0.7", {}), "127.0.0.1") << "nobody trusted";
-  EXPECT_EQ(client_of_call("ipv4:127.0.0.1:5000", "10.0.0.7", {""}), "127.0.0.1") << "'' trusts nobody";
-  EXPECT_EQ(client_of_call("unix:/tmp/socket", "10.0.0.7", {"*"}), "unix:/tmp/socket");
+  EXPECT_EQ(client_of_call("ipv4:127.0.0.1:5000", "10.0.0.7", trust({})), "127.0.0.1") << "nobody trusted";
+  EXPECT_EQ(client_of_call("ipv4:127.0.0.1:5000", "10.0.0.7", trust({""})), "127.0.0.1") << "'' trusts nobody";
+  EXPECT_EQ(client_of_call("unix:/tmp/socket", "10.0.0.7", trust({"*"})), "unix:/tmp/socket");
 }
 
 TEST(ForwardedAllowIps, EachEntryIsAnAddressOrAStar) {
-  EXPECT_TRUE(check_forwarded_allow_ips({"127.0.0.1", "::1", " [2001:db8::1] ", "*", ""}).ok());
-  const Status host = check_forwarded_allow_ips({"127.0.0.1", "proxy.example"});
-  EXPECT_EQ(host.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(host.message(), "--forwarded-allow-ips: 'proxy.example' is not an IP address (nor '*')");
-  EXPECT_FALSE(check_forwarded_allow_ips({"10.0.0.0/8"}).ok()) << "no CIDR ranges";
+  const Result<TrustedProxies> parsed = trusted_proxies({"127.0.0.1", "::1", " [2001:DB8::1] ", "*", ""});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+  EXPECT_TRUE(parsed->any);
+  EXPECT_EQ(parsed->addresses, (std::vector<std::string>{"127.0.0.1", "[::1]", "[2001:db8::1]"}));
+  const Result<TrustedProxies> host = trusted_proxies({"127.0.0.1", "proxy.example"});
+  EXPECT_EQ(host.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(host.status().message(), "--forwarded-allow-ips: 'proxy.example' is not an IP address (nor '*')");
+  EXPECT_FALSE(trusted_proxies({"10.0.0.0/8"}).ok()) << "no CIDR ranges";
 }
 
 }  // namespace

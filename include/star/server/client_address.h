@@ -26,15 +26,21 @@ std::optional<std::string> canonical_address(std::string_view text);
 // "ipv6:%5B::1%5D:5000" -> "[::1]"); a peer that is not an IP address (a Unix socket) stays whole.
 std::string client_of_peer(std::string_view peer);
 
-// The client a call counts for: its peer's address, or, when the peer is one of `trusted` ("*":
-// any; entries as check_forwarded_allow_ips accepts them) and the call carries x-forwarded-for, the
-// last address listed there (the one the trusted proxy saw; earlier ones are what its client
-// claimed). A last entry that is no address counts the call for the peer.
-std::string client_of_call(std::string_view peer, std::optional<std::string_view> forwarded_for,
-                           const std::vector<std::string>& trusted);
+// The peers --forwarded-allow-ips names, parsed once at start-up.
+struct TrustedProxies {
+  bool any = false;                    // "*"
+  std::vector<std::string> addresses;  // canonical_address's spelling
+  bool trusts(const std::string& address) const;  // `address` in that spelling
+};
 
-// INVALID_ARGUMENT naming the flag and the entry unless each entry is "*", an IP address or empty
-// (--forwarded-allow-ips "" trusts nobody).
-Status check_forwarded_allow_ips(const std::vector<std::string>& entries);
+// The entries parsed: INVALID_ARGUMENT naming the flag and the entry unless each is "*", an IP
+// address or empty (--forwarded-allow-ips "" trusts nobody).
+Result<TrustedProxies> trusted_proxies(const std::vector<std::string>& entries);
+
+// The client a call counts for: its peer's address, or, when the peer is trusted and the call
+// carries x-forwarded-for, the last address listed there (the one the trusted proxy saw; earlier
+// ones are what its client claimed). A last entry that is no address counts the call for the peer.
+std::string client_of_call(std::string_view peer, std::optional<std::string_view> forwarded_for,
+                           const TrustedProxies& trusted);
 
 }  // namespace star::server

@@ -55,7 +55,7 @@ class StarServer {
   void stop_grpc(std::chrono::milliseconds grace);
 
  private:
-  StarServer(const ServerOptions& options, int ranks);
+  StarServer(const ServerOptions& options, TrustedProxies proxies, int ranks);
   // Refuses new work; what was accepted and has not ended by `deadline` is cancelled.
   void stop(std::chrono::steady_clock::time_point deadline);
 

@@ -17,6 +17,7 @@
 #include "star/server/context_registry.h"
 #include "star/server/request_channel.h"
 #include "star/server/request_parsing.h"
+#include "star/server/client_address.h"
 #include "star/server/server_options.h"
 #include "star/server/work_queue.h"
 #include "star/v1/star.grpc.pb.h"
@@ -25,7 +26,9 @@ namespace star::server {
 
 class StarService final : public v1::StarService::Service {
  public:
-  StarService(const ServerOptions& options, int ranks, WorkQueue& queue, ContextRegistry& contexts);
+  // proxies: options.forwarded_allow_ips, parsed (trusted_proxies).
+  StarService(const ServerOptions& options, TrustedProxies proxies, int ranks, WorkQueue& queue,
+              ContextRegistry& contexts);
 
   // The model is loaded on every rank: requests are served from now on (UNAVAILABLE before).
   void start_serving(const RuntimeModel& model);
@@ -76,6 +79,7 @@ class StarService final : public v1::StarService::Service {
   grpc::Status failed_status() const;
 
   const ServerOptions options_;
+  const TrustedProxies proxies_;
   const int ranks_;
   WorkQueue& queue_;
   ContextRegistry& contexts_;

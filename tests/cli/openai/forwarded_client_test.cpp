@@ -8,25 +8,14 @@
 #include <chrono>
 #include <thread>
 
-#include <httplib.h>
-#include <nlohmann/json.hpp>
-
-#include "shim_process.h"
-#include "support/server_process.h"
-#include "support/temp_dir.h"
+#include "openai_fixture.h"
 
 namespace star::testing {
 namespace {
 
 using json = nlohmann::json;
 
-json chat(int max_tokens, bool stream) {
-  return {{"model", "tiny-chat"},
-          {"messages", {{{"role", "user"}, {"content", "Tell me more"}}}},
-          {"max_tokens", max_tokens},
-          {"ignore_eos", true},
-          {"stream", stream}};
-}
+json chat(int max_tokens, bool stream) { return OpenAiE2E::chat_body("Tell me more", max_tokens, {{"stream", stream}}); }
 
 httplib::Result post_from(const ShimProcess& shim, const std::string& source, const json& body) {
   httplib::Client c = shim.client();
@@ -36,10 +25,10 @@ httplib::Result post_from(const ShimProcess& shim, const std::string& source, co
 
 TEST(ForwardedClient, TheServerLimitsEachClientOfTheShim) {
   TempDir dir;
-  const std::string make = std::string(STAR_MKMODEL_PATH) + " --out " + (dir.path() / "tiny-chat").string() +
+  const std::string make = std::string(STAR_MKMODEL_PATH) + " --out " + (dir.path() / kModelId).string() +
                            " --preset tiny --seed 5 >/dev/null";
   ASSERT_EQ(std::system(make.c_str()), 0) << "star-mkmodel failed";
-  ServerProcess server(dir.path() / "tiny-chat", 2, {"--max-streams-per-client", "1"});
+  ServerProcess server(dir.path() / kModelId, 2, {"--max-streams-per-client", "1"});
   ASSERT_TRUE(server.ready()) << server.log();
   ShimProcess shim({"--backend", server.address()});
   ASSERT_TRUE(shim.ready()) << shim.log();
