@@ -233,6 +233,10 @@ int serve_worker(const Options& o, Communicator& comm, MpiDoorbell& doorbell) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A write to a socket whose peer is gone raises SIGPIPE, and SIGPIPE ends a process. Open MPI's
+  // TCP transport writes to a killed rank without MSG_NOSIGNAL, so rank 0 died before it could
+  // tell its clients which rank was lost. Ignored, that write fails with EPIPE instead.
+  ::signal(SIGPIPE, SIG_IGN);
   star::ensure_thread_environment(argv);
   star::Result<star::MpiSession> mpi = star::MpiSession::start(&argc, &argv);
   if (!mpi.ok()) {

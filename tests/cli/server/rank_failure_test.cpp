@@ -205,6 +205,22 @@ TEST(RankFailure, AFrozenRankZeroIsDetectedByTheWorkers) {
   EXPECT_NE(server.log().find("rank 0 is lost: no heartbeat for"), std::string::npos) << server.log();
 }
 
+// Open MPI writes to a dead rank's socket without MSG_NOSIGNAL: the SIGPIPE that follows must not
+// end a rank before rank 0 has told its clients which rank was lost (it did, now and then, when a
+// worker was killed during Phase 1). Every rank takes a SIGPIPE here and the server keeps serving.
+TEST(RankFailure, ASigpipeEndsNoRank) {
+  ASSERT_TRUE(long_model().ok()) << "star-mkmodel failed";
+  ServerProcess server(long_model().path(), 2, {"--rank-timeout", "1"});
+  ASSERT_TRUE(server.ready()) << server.log();
+  ASSERT_EQ(server.rank_pids().size(), 2u);
+  for (pid_t pid : server.rank_pids()) ASSERT_EQ(::kill(pid, SIGPIPE), 0);
+  auto stub = v1::StarService::NewStub(server.channel());
+  const GenerateStream out = generate(*stub, text_request(context_text(20, "rivers"), "Which river?", 4));
+  ASSERT_TRUE(out.status.ok()) << out.status.error_message() << "\n" << server.log();
+  EXPECT_EQ(out.done->usage().completion_tokens(), 4);
+  for (pid_t pid : server.rank_pids()) EXPECT_FALSE(process_gone(pid)) << "pid " << pid << "\n" << server.log();
+}
+
 // A step that outlasts --step-timeout ends the job as a lost rank does: the request ends with
 // UNAVAILABLE naming the step and the flag, and the job exits non-zero. A step that hangs is seen
 // the same way; here the step is one whole block's Phase 1 (--max-num-batched-tokens 0), which
