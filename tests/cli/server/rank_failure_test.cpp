@@ -217,6 +217,7 @@ TEST(RankFailure, ASigpipeEndsNoRank) {
   auto stub = v1::StarService::NewStub(server.channel());
   const GenerateStream out = generate(*stub, text_request(context_text(20, "rivers"), "Which river?", 4));
   ASSERT_TRUE(out.status.ok()) << out.status.error_message() << "\n" << server.log();
+  ASSERT_TRUE(out.done.has_value());
   EXPECT_EQ(out.done->usage().completion_tokens(), 4);
   for (pid_t pid : server.rank_pids()) EXPECT_FALSE(process_gone(pid)) << "pid " << pid << "\n" << server.log();
 }
