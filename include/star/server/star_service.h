@@ -13,11 +13,11 @@
 #include <grpcpp/grpcpp.h>
 
 #include "star/engine/runtime_model.h"
+#include "star/server/client_address.h"
 #include "star/server/client_streams.h"
 #include "star/server/context_registry.h"
 #include "star/server/request_channel.h"
 #include "star/server/request_parsing.h"
-#include "star/server/client_address.h"
 #include "star/server/server_options.h"
 #include "star/server/work_queue.h"
 #include "star/v1/star.grpc.pb.h"
