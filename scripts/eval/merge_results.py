@@ -12,7 +12,8 @@ The folders must agree on the model, seed, blocks, max_tokens, prompt format, ha
 type, rank count and, for the Debian haystack, its files and their characters of prose (else the
 merge stops, naming the field; each column's own config is checked instead of the base attention
 flags, which per-column flags such as --streaming-window change; folders from before star-eval
-recorded the ranks and haystack files have none, and merge only with each other); a cell (task, length, column)
+recorded the ranks and haystack files have none, and merge only with each other; a column config
+without a field added since, such as boundary_snap or anchor_positions, is read at its default); a cell (task, length, column)
 found twice must have the same score and is taken once, with its predictions, from the first folder
 (in path order). A folder this script made can be merged again (with more runs of the same setting).
 A column's config is kept per length (`configs_by_length`): star's anchor of
@@ -26,6 +27,10 @@ import glob
 import json
 import os
 import sys
+
+# Attention config fields star-eval did not have when some folders were made: such a folder ran
+# at the field's default, and merges with later ones as if it had recorded it.
+FIELDS_ADDED_LATER = {"boundary_overlap": 0, "boundary_snap": 0, "anchor_positions": "first"}
 
 TASK_ORDER = ["niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey_1", "niah_multikey_2",
               "niah_multikey_3", "niah_multivalue", "niah_multiquery", "vt", "cwe", "fwe"]
@@ -105,6 +110,7 @@ def main():
       # A column's config may depend on the length (anchor = block / 4): kept per length.
       config = (r["configs_by_length"][c["algorithm"]][str(c["length"])] if "configs_by_length" in r
                 else r["configs"][c["algorithm"]])
+      config = {**FIELDS_ADDED_LATER, **config}
       known = configs.setdefault(c["algorithm"], {}).setdefault(str(c["length"]), config)
       if known != config:
         sys.exit(f"{path}: column {c['algorithm']} at {c['length']} tokens has another config than an earlier folder's")

@@ -20,7 +20,8 @@ boundary_overlap and boundary_snap; dense runs once, beside overlap 0 and snap 0
 --skip-dense). With a snap the server moves the edge back onto the sentence end before the needle,
 so the needle is no longer cut: the samples stay the same (star with its default anchor keeps its
 first edge, where the anchor already holds the whole of block 0). --pairs runs both repairs at once
-(the snap moves the edge, the overlap then reads the tokens before the new one). Scoring is RULER's
+(the snap moves the edge, the overlap then reads the tokens before the new one). --anchor-positions
+adjacent runs star's cells with the anchor just before each block's pass instead of at 0..a-1. Scoring is RULER's
 string_match_all (the value is in the answer). Needs python3-grpcio and protoc with
 grpc_python_plugin (or grpc_tools). Deterministic for a seed: greedy decoding, the same samples.
 --update reruns only the configurations asked for into an existing --out of the same samples,
@@ -90,10 +91,12 @@ class Server:
             self.cache[key] = [int(t) for t in out.stdout.split()]
         return self.cache[key]
 
-    def generate(self, context_ids, query_ids, algorithm, block_size, overlap, snap):
+    def generate(self, context_ids, query_ids, algorithm, block_size, overlap, snap, anchor_positions="first"):
         attention = self.pb.AttentionConfig(algorithm=algorithm)
         if algorithm != "dense":
             attention.block_size, attention.boundary_overlap, attention.boundary_snap = block_size, overlap, snap
+        if algorithm == "star" and anchor_positions != "first":
+            attention.anchor_positions = anchor_positions
         request = self.pb.GenerateRequest(tokens=self.pb.TokenInput(context_ids=context_ids, query_ids=query_ids),
                                           sampling=self.pb.SamplingParams(temperature=0.0), max_tokens=16,
                                           attention=attention)
@@ -149,7 +152,7 @@ def make_sample(server, rng, context_tokens, blocks, chat):
 
 
 def cell_key(cell):
-    return cell["algorithm"], cell["boundary_overlap"], cell.get("boundary_snap", 0)
+    return cell["algorithm"], cell["boundary_overlap"], cell.get("boundary_snap", 0), cell.get("anchor_positions", "first")
 
 
 def sample_record(sample):
@@ -168,6 +171,8 @@ def main():
     ap.add_argument("--snaps", default="0", help="boundary_snap values, each run with overlap 0")
     ap.add_argument("--pairs", default="", help="overlap:snap pairs run together (both repairs at once), e.g. 64:32")
     ap.add_argument("--algorithms", default="star,no-anchor", help="'' with overlap 0: dense alone")
+    ap.add_argument("--anchor-positions", choices=("first", "adjacent"), default="first",
+                    help="star's anchor positions in these cells (a cell with adjacent says so)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--format", choices=("chatml", "plain"), default="chatml")
     ap.add_argument("--skip-dense", action="store_true",
@@ -233,15 +238,18 @@ def main():
                     cell = {"algorithm": algorithm, "boundary_overlap": overlap if algorithm != "dense" else 0}
                     if snap:
                         cell["boundary_snap"] = snap
+                    if algorithm == "star" and a.anchor_positions != "first":
+                        cell["anchor_positions"] = a.anchor_positions
                     earlier = kept.get(cell_key(cell), {"right": 0, "answers": []})
                     right, answers = earlier["right"], list(earlier["answers"])
                     for s in samples[len(answers):]:
                         pred = server.generate(s["context_ids"], s["query_ids"], algorithm, s["block_size"],
-                                               overlap, snap)
+                                               overlap, snap, a.anchor_positions)
                         right += s["value"] in pred
                         answers.append(pred.strip())
                     cells.append({**cell, "right": right, "samples": len(samples), "answers": answers})
-                    print(f"{algorithm:10s} overlap {overlap:4d} snap {snap:4d}: {right}/{len(samples)}", flush=True)
+                    print(f"{algorithm:10s} overlap {overlap:4d} snap {snap:4d} {cell.get('anchor_positions', '')}: "
+                          f"{right}/{len(samples)}", flush=True)
         finally:
             server.stop()
     if previous:

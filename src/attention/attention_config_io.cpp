@@ -27,10 +27,13 @@ struct Field {
   FieldMember member;
 };
 
-const std::array<Field, 14> kFields = {{
+const std::array<Field, 15> kFields = {{
     {"algorithm", "--attention", algorithm_flag_help().c_str(), &AttentionConfig::algorithm},
     {"block_size", "--block-size", "context tokens per block (0: ceil(L / ranks))", &AttentionConfig::block_size},
     {"anchor_size", "--anchor-size", "star: anchor tokens (-1: the block size)", &AttentionConfig::anchor_size},
+    {"anchor_positions", "--anchor-positions",
+     "star: the anchor's RoPE positions: first (0..a-1) or adjacent (just before each block's pass)",
+     &AttentionConfig::anchor_positions},
     {"boundary_overlap", "--boundary-overlap",
      "star, no-anchor, pulsar: previous block's last tokens read in front of each block (KV not kept)",
      &AttentionConfig::boundary_overlap},

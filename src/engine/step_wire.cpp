@@ -23,6 +23,7 @@ void to_wire(const AttentionConfig& a, wire::Attention& w) {
   w.set_algorithm(a.algorithm);
   w.set_block_size(a.block_size);
   w.set_anchor_size(a.anchor_size);
+  w.set_anchor_positions(a.anchor_positions);
   w.set_boundary_overlap(a.boundary_overlap);
   w.set_boundary_snap(a.boundary_snap);
   w.set_sink_tokens(a.sink_tokens);
@@ -53,6 +54,7 @@ AttentionConfig from_wire(const wire::Attention& w) {
   a.algorithm = w.algorithm();
   a.block_size = w.block_size();
   a.anchor_size = w.anchor_size();
+  a.anchor_positions = w.anchor_positions();
   a.boundary_overlap = w.boundary_overlap();
   a.boundary_snap = w.boundary_snap();
   a.sink_tokens = w.sink_tokens();

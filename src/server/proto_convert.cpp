@@ -13,6 +13,7 @@ Result<AttentionConfig> apply_attention_override(const AttentionConfig& base, co
   if (o.has_algorithm()) j["algorithm"] = o.algorithm();
   if (o.has_block_size()) j["block_size"] = o.block_size();
   if (o.has_anchor_size()) j["anchor_size"] = o.anchor_size();
+  if (o.has_anchor_positions()) j["anchor_positions"] = o.anchor_positions();
   if (o.has_boundary_overlap()) j["boundary_overlap"] = o.boundary_overlap();
   if (o.has_boundary_snap()) j["boundary_snap"] = o.boundary_snap();
   if (o.has_sink_tokens()) j["sink_tokens"] = o.sink_tokens();
@@ -44,6 +45,7 @@ v1::AttentionConfig attention_to_proto(const AttentionConfig& c) {
   p.set_algorithm(c.algorithm);
   p.set_block_size(c.block_size);
   p.set_anchor_size(c.anchor_size);
+  p.set_anchor_positions(c.anchor_positions);
   p.set_boundary_overlap(c.boundary_overlap);
   p.set_boundary_snap(c.boundary_snap);
   p.set_sink_tokens(c.sink_tokens);

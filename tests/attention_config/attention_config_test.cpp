@@ -21,6 +21,7 @@ void expect_same(const AttentionConfig& a, const AttentionConfig& b) {
   EXPECT_EQ(a.algorithm, b.algorithm);
   EXPECT_EQ(a.block_size, b.block_size);
   EXPECT_EQ(a.anchor_size, b.anchor_size);
+  EXPECT_EQ(a.anchor_positions, b.anchor_positions);
   EXPECT_EQ(a.boundary_overlap, b.boundary_overlap);
   EXPECT_EQ(a.boundary_snap, b.boundary_snap);
   EXPECT_EQ(a.sink_tokens, b.sink_tokens);
@@ -77,6 +78,8 @@ TEST(Validate, EachFieldNamesItsValueAndRange) {
       {"summary_chunks", [](AttentionConfig& c) { c.summary_chunks = -3; }, {"summary_chunks", "-3", "[0, 2147483647]"}},
       {"scoring", [](AttentionConfig& c) { c.scoring = "idf"; }, {"scoring", "\"idf\"", "max_idf", "bm25", "even"}},
       {"position_mode", [](AttentionConfig& c) { c.position_mode = "dense"; }, {"position_mode", "\"dense\"", "sparse, contiguous"}},
+      {"anchor_positions", [](AttentionConfig& c) { c.anchor_positions = "last"; },
+       {"anchor_positions", "\"last\"", "first, adjacent"}},
       {"streaming_sink", [](AttentionConfig& c) { c.streaming_sink = -7; }, {"streaming_sink", "-7", "[0, 2147483647]"}},
       {"streaming_window", [](AttentionConfig& c) { c.streaming_window = 0; }, {"streaming_window", "= 0", "[1, 2147483647]"}},
       {"block_size too large", [](AttentionConfig& c) { c.block_size = int64_t{1} << 40; }, {"block_size", "1099511627776"}},
@@ -99,6 +102,7 @@ TEST(Json, RoundTripKeepsEveryField) {
   config.algorithm = "pulsar";
   config.block_size = 4096;
   config.anchor_size = 2048;
+  config.anchor_positions = "adjacent";
   config.boundary_overlap = 32;
   config.boundary_snap = 24;
   config.sink_tokens = 16;
@@ -113,12 +117,13 @@ TEST(Json, RoundTripKeepsEveryField) {
   config.sparse.algorithm = "skip_softmax";
   config.sparse.skip_softmax = {1000.0, 500.0};
   const nlohmann::json json = attention_config_to_json(config);
-  EXPECT_EQ(json.size(), 15u);
+  EXPECT_EQ(json.size(), 16u);
   EXPECT_EQ(json.at("sparse_attention").at("threshold_scale_factor").at("decode"), 500.0);
   EXPECT_EQ(json.at("boundary_overlap"), 32);
   EXPECT_EQ(json.at("boundary_snap"), 24);
   EXPECT_EQ(json.at("sink_tokens"), 16);
   EXPECT_EQ(json.at("position_mode"), "contiguous");
+  EXPECT_EQ(json.at("anchor_positions"), "adjacent");
   const Result<AttentionConfig> back = attention_config_from_json(json);
   ASSERT_TRUE(back.ok()) << back.status().to_string();
   expect_same(*back, config);

@@ -19,6 +19,7 @@ StepMessage every_field_set() {
   a.attention.anchor_size = 16;
   a.attention.boundary_overlap = 3;
   a.attention.boundary_snap = 12;
+  a.attention.anchor_positions = "adjacent";
   a.attention.sink_tokens = 8;
   a.attention.chunk_tokens = 4;
   a.attention.summary_fraction = 0.25;
@@ -61,6 +62,7 @@ void expect_same(const SequenceSpec& a, const SequenceSpec& b) {
   EXPECT_EQ(x.anchor_size, y.anchor_size);
   EXPECT_EQ(x.boundary_overlap, y.boundary_overlap);
   EXPECT_EQ(x.boundary_snap, y.boundary_snap);
+  EXPECT_EQ(x.anchor_positions, y.anchor_positions);
   EXPECT_EQ(x.sink_tokens, y.sink_tokens);
   EXPECT_EQ(x.chunk_tokens, y.chunk_tokens);
   EXPECT_EQ(x.summary_fraction, y.summary_fraction);

@@ -3,6 +3,7 @@
 // query sees every remote token. Also the per-rank KV bytes after Phase 1.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -121,6 +122,30 @@ TEST_F(EngineExactness, BoundaryOverlapOfAWholeBlockOnTwoBlocksEqualsDense) {
     EXPECT_EQ(overlapped.generation.tokens, dense.generation.tokens);
     EXPECT_GT(max_abs_diff(apart.generation.query_logits, dense.generation.query_logits), 1e-3f);
   }
+}
+
+// anchor_positions "adjacent" puts the anchor just before each block's pass. On three blocks of
+// which block 1 repeats block 0 token for token, block i's pass then reads [B0 at the positions of
+// B(i-1) ‖ Bi], which is no-anchor's pass with an overlap of a whole block: the same tokens at the
+// same positions, so the same KV, logits and answer, bit for bit. With the paper's positions (the
+// anchor at 0..b-1) block 2 differs (the test can tell).
+TEST_F(EngineExactness, AdjacentAnchorOverARepeatedBlockEqualsNoAnchorWithAWholeBlockOverlap) {
+  const int64_t b = 40;
+  InferenceRequest adjacent = request(3 * b, 5, "star");
+  std::copy_n(adjacent.context_ids.begin(), b, adjacent.context_ids.begin() + b);
+  adjacent.attention.block_size = b;
+  adjacent.attention.anchor_positions = "adjacent";
+  InferenceRequest overlapped = adjacent;
+  overlapped.attention.algorithm = "no-anchor";
+  overlapped.attention.boundary_overlap = b;
+  InferenceRequest first = adjacent;
+  first.attention.anchor_positions = "first";
+  const InferenceOutcome a = run(adjacent), o = run(overlapped), f = run(first);
+  ASSERT_EQ(a.shard_tokens, o.shard_tokens);
+  if (comm_.rank() != 0) return;
+  EXPECT_EQ(a.generation.query_logits, o.generation.query_logits);
+  EXPECT_EQ(a.generation.tokens, o.generation.tokens);
+  EXPECT_GT(max_abs_diff(f.generation.query_logits, a.generation.query_logits), 1e-4f);
 }
 
 // A server configured for long documents answers short ones: block size 4096, contexts of 1 to

@@ -58,6 +58,12 @@ TEST(StarPlanErrors, AnchorSizeMustBeMinusOneOrPositive) {
                  {"anchor_size", "got -2"});
 }
 
+TEST(StarPlanErrors, AnchorPositionsMustBeFirstOrAdjacent) {
+  AttentionConfig config = config_for("star");
+  config.anchor_positions = "middle";
+  expect_invalid(build_block_plan(kSevenTokens, 2, config), {"anchor_positions", "\"middle\"", "first, adjacent"});
+}
+
 TEST(StarPlanErrors, OtherAlgorithmsIgnoreAnchorSize) {
   EXPECT_TRUE(build_block_plan(kSevenTokens, 2, config_for("no-anchor", 0, 0)).ok());
 }

@@ -327,6 +327,40 @@ TEST(PlanLayout, BoundaryOverlapPutsThePreviousTailBetweenAnchorAndBlock) {
   EXPECT_EQ(plan->longest_pass_tokens(), 9);
 }
 
+TEST(PlanLayout, AdjacentAnchorLeadsEachPassAtThePositionsJustBeforeIt) {
+  // The same as above with anchor_positions "adjacent": no prefix step; B1's pass is [anchor at 0-1 ‖
+  // lead 12, 13 ‖ B1], B2's [anchor at 2-4 ‖ lead 15-17 at 5-7 ‖ B2]: the anchor ends where the lead
+  // starts, and only the block's KV is kept.
+  const std::vector<int32_t> ids = {10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21};
+  AttentionConfig config;
+  config.algorithm = "star";
+  config.block_size = 4;
+  config.anchor_size = 2;
+  config.boundary_overlap = 3;
+  config.anchor_positions = "adjacent";
+  Result<BlockPlan> plan = build_block_plan(ids, 1, config);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  const std::vector<EncodeStep>& steps = plan->ranks[0].steps;
+  ASSERT_EQ(steps.size(), 3u);
+  for (const EncodeStep& step : steps) EXPECT_EQ(step.kind, Kind::kEncodeBlock);
+  EXPECT_EQ(steps[0].token_ids, (std::vector<int32_t>{10, 11, 12, 13}));
+  EXPECT_EQ(steps[0].lead_tokens, 0);
+  EXPECT_EQ(steps[1].token_ids, (std::vector<int32_t>{10, 11, 12, 13, 14, 15, 16, 17}));
+  EXPECT_EQ(steps[1].positions, (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(steps[1].lead_tokens, 4);
+  EXPECT_EQ(steps[2].token_ids, (std::vector<int32_t>{10, 11, 15, 16, 17, 18, 19, 20, 21}));
+  EXPECT_EQ(steps[2].positions, (std::vector<int32_t>{3, 4, 5, 6, 7, 8, 9, 10, 11}));
+  EXPECT_EQ(steps[2].lead_tokens, 5);
+  EXPECT_EQ(plan->ranks[0].shard, (TokenRange{0, 12}));
+  EXPECT_EQ(plan->longest_pass_tokens(), 9);  // the same passes as the paper's positions
+  // Without an overlap the anchor sits right before the block: B2 at 8, its anchor at 6-7.
+  config.boundary_overlap = 0;
+  plan = build_block_plan(ids, 1, config);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  EXPECT_EQ(plan->ranks[0].steps[2].positions, (std::vector<int32_t>{6, 7, 8, 9, 10, 11}));
+  EXPECT_EQ(plan->ranks[0].steps[2].lead_tokens, 2);
+}
+
 TEST(PlanLayout, PulsarBoundaryOverlapReadsThePreviousTailAtItsPositions) {
   const std::vector<int32_t> ids = random_context(256);
   for (const char* mode : {"sparse", "contiguous"}) {

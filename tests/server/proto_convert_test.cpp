@@ -42,6 +42,7 @@ TEST(AttentionOverride, AFullProtoReproducesItsConfig) {
   from.streaming_sink = 4;
   from.streaming_window = 64;
   from.anchor_size = 16;
+  from.anchor_positions = "adjacent";
   from.position_mode = "contiguous";
   Result<AttentionConfig> c = apply_attention_override(AttentionConfig{}, attention_to_proto(from));
   ASSERT_TRUE(c.ok());
@@ -64,6 +65,15 @@ TEST(AttentionOverride, TheBlockEdgeRepairsTravel) {
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(c.status().message().find("boundary_snap = 8"), std::string::npos) << c.status().message();
+}
+
+TEST(AttentionOverride, AnUnknownAnchorPositionIsNamed) {
+  v1::AttentionConfig o;
+  o.set_anchor_positions("last");
+  const Result<AttentionConfig> c = apply_attention_override(AttentionConfig{}, o);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("anchor_positions = \"last\""), std::string::npos) << c.status().message();
 }
 
 TEST(AttentionOverride, BadValuesNameTheField) {

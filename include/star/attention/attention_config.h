@@ -16,6 +16,11 @@ struct AttentionConfig {
   int64_t block_size = 0;
   // star: tokens of block 0 prepended to every later block. -1: equal to the block size.
   int64_t anchor_size = -1;
+  // star: the anchor's RoPE positions. "first": 0..a-1, the paper's (a rank encodes the anchor once
+  // and reuses it for each of its blocks). "adjacent": the a positions just before the rest of each
+  // block's pass (its overlap, else the block), so that the block reads the anchor as the text right
+  // before it, with no jump in positions; each block's pass then encodes the anchor itself.
+  std::string anchor_positions = "first";
   // star, no-anchor, pulsar: each block's Phase 1 pass also encodes the previous block's last
   // boundary_overlap tokens in front of it (after the anchor / summaries) and keeps only its own KV,
   // so that text cut by a block edge is read whole. 0: off (the papers' plans).

@@ -1,6 +1,9 @@
 #include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "star/attention/config_checks.h"
 #include "star/attention/plans/blocking.h"
 #include "star/attention/plans/plan_builders.h"
 
@@ -13,6 +16,22 @@ Status check_anchor_size(int64_t anchor_size) {
                             std::to_string(anchor_size));
   }
   return ok_status();
+}
+
+// Puts the anchor's tokens in front of a block's pass as lead tokens (KV not kept), at the
+// positions just before the pass's first token: the block then reads the start of the context as
+// the text right before it, where the paper's positions 0..a-1 leave a jump of the block's start
+// minus a. Such positions exist: a pass starts at position a or later (its overlap never reaches
+// into the anchor).
+void lead_with_adjacent_anchor(std::span<const int32_t> context_ids, TokenRange anchor, EncodeStep& step) {
+  const int32_t start = step.positions.front();
+  step.token_ids.insert(step.token_ids.begin(), context_ids.begin() + anchor.begin, context_ids.begin() + anchor.end);
+  std::vector<int32_t> positions(static_cast<size_t>(anchor.size()));
+  for (size_t p = 0; p < positions.size(); ++p) {
+    positions[p] = start - static_cast<int32_t>(anchor.size()) + static_cast<int32_t>(p);
+  }
+  step.positions.insert(step.positions.begin(), positions.begin(), positions.end());
+  step.lead_tokens += anchor.size();
 }
 
 }  // namespace
@@ -28,11 +47,14 @@ Status check_anchor_size(int64_t anchor_size) {
 // onto sentence ends before any of that; the anchor is then at most the snapped B0 (a <= |B0|).
 // With an anchor that holds all of B0 (a >= |B0|, the default) the first edge stays: B1's pass reads B0
 // whole in front of it, so that edge cuts nothing, and moving it would only shorten the anchor that
-// every later block reads.
+// every later block reads. anchor_positions "adjacent" gives each pass its own anchor, as lead
+// tokens at the positions just before the pass (no kExtendPrefix step): a more tokens a later
+// block beyond the first on a rank.
 Result<BlockPlan> build_star_plan(std::span<const int32_t> context_ids, int n_ranks,
                                   const AttentionConfig& config,
                                   std::span<const uint8_t> sentence_ends) {
   if (Status s = check_anchor_size(config.anchor_size); !s.ok()) return s;
+  if (Status s = check_member("anchor_positions", config.anchor_positions, {"first", "adjacent"}); !s.ok()) return s;
   if (Status s = check_boundary_overlap("star", config.boundary_overlap); !s.ok()) return s;
   const auto context_tokens = static_cast<int64_t>(context_ids.size());
   Result<BlockLayout> layout = cut_into_blocks("star", context_tokens, n_ranks, config.block_size);
@@ -50,6 +72,7 @@ Result<BlockPlan> build_star_plan(std::span<const int32_t> context_ids, int n_ra
 
   const TokenRange& block0 = plan.blocks.front();
   const TokenRange anchor{0, std::min(anchor_size, block0.size())};
+  const bool adjacent = config.anchor_positions == "adjacent";
   for (int r = 0; r < n_ranks; ++r) {
     RankPlan& rank = plan.ranks[static_cast<size_t>(r)];
     const BlockRun run = layout->rank_runs[static_cast<size_t>(r)];
@@ -59,13 +82,14 @@ Result<BlockPlan> build_star_plan(std::span<const int32_t> context_ids, int n_ra
       rank.steps.push_back(context_step(EncodeStep::Kind::kEncodeBlock, context_ids, block0, 0));
       ++first;
     }
-    if (first < run.last) {
+    if (first < run.last && !adjacent) {
       rank.steps.push_back(
           context_step(EncodeStep::Kind::kExtendPrefix, context_ids, anchor, /*block_index=*/-1));
     }
     for (int i = first; i < run.last; ++i) {
-      rank.steps.push_back(
-          overlapped_block_step(context_ids, plan.blocks, i, config.boundary_overlap, anchor.end));
+      EncodeStep step = overlapped_block_step(context_ids, plan.blocks, i, config.boundary_overlap, anchor.end);
+      if (adjacent) lead_with_adjacent_anchor(context_ids, anchor, step);
+      rank.steps.push_back(std::move(step));
     }
   }
   return plan;
