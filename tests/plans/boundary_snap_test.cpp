@@ -63,6 +63,36 @@ TEST(BoundarySnap, StarEdgesMoveBackOntoTheLastSentenceEndInReach) {
   EXPECT_EQ(cut_steps[2].positions.back(), 13);
 }
 
+TEST(BoundarySnap, AnAdjacentAnchorEndsOnASentenceEndInFrontOfABlockItDoesNotContinue) {
+  // The layout above with anchor_positions "adjacent": B1's pass continues the anchor (all of B0,
+  // positions 0-7), so it reads it whole; B2's pass reads it only up to token 5's sentence end,
+  // [0, 6) at positions 8-13, just before B2 at 14. Without the snap B2 reads all of B0 (6-13).
+  std::vector<int32_t> ids(24, 1);
+  ids[5] = kFullStop;
+  ids[13] = kFullStop;
+  const std::vector<uint8_t> ends = full_stop_ends();
+  AttentionConfig config = snapping("star", 8, 4);
+  config.anchor_positions = "adjacent";
+  Result<BlockPlan> plan = build_block_plan(ids, 1, config, ends);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  EXPECT_EQ(plan->blocks, (std::vector<TokenRange>{{0, 8}, {8, 14}, {14, 24}}));
+  const std::vector<EncodeStep>& steps = plan->ranks[0].steps;
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_EQ(steps[1].lead_tokens, 8);
+  EXPECT_EQ(steps[1].positions.front(), 0);
+  EXPECT_EQ(steps[1].positions.back(), 13);
+  EXPECT_EQ(steps[2].lead_tokens, 6);
+  EXPECT_EQ(std::vector<int32_t>(steps[2].token_ids.begin(), steps[2].token_ids.begin() + 6),
+            std::vector<int32_t>(ids.begin(), ids.begin() + 6));
+  EXPECT_EQ(std::vector<int32_t>(steps[2].positions.begin(), steps[2].positions.begin() + 7),
+            (std::vector<int32_t>{8, 9, 10, 11, 12, 13, 14}));
+  config.boundary_snap = 0;
+  plan = build_block_plan(ids, 1, config, ends);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  EXPECT_EQ(plan->ranks[0].steps[2].lead_tokens, 8);
+  EXPECT_EQ(plan->ranks[0].steps[2].positions.front(), 8);
+}
+
 TEST(BoundarySnap, AnEdgeWithNoSentenceEndInReachStays) {
   // Token 2 ends a sentence, 6 tokens before edge 8: out of reach of a 4-token snap, in reach of 6.
   std::vector<int32_t> ids(16, 1);

@@ -45,23 +45,27 @@ Status snap_block_edges(std::string_view algorithm, BlockLayout& layout, std::sp
     return failed_precondition(prefix(algorithm) + "boundary_snap = " + std::to_string(max_shift) +
                                " needs the tokenizer's sentence-end table, and this caller passed none");
   }
-  const auto ends_sentence = [&](int64_t token) {
-    const int32_t id = context_ids[static_cast<size_t>(token)];
-    return id >= 0 && static_cast<size_t>(id) < sentence_ends.size() && sentence_ends[static_cast<size_t>(id)] != 0;
-  };
   std::vector<TokenRange>& blocks = layout.blocks;
   for (size_t i = std::max<size_t>(first_edge, 1); i < blocks.size(); ++i) {
     const int64_t edge = blocks[i].begin;
     // The edge may land anywhere in [lowest, edge]: token edge-1 ending a sentence keeps it.
-    const int64_t lowest = std::max(edge - max_shift, blocks[i - 1].begin + 1);
-    for (int64_t at = edge; at >= lowest; --at) {
-      if (!ends_sentence(at - 1)) continue;
-      blocks[i - 1].end = at;
-      blocks[i].begin = at;
-      break;
-    }
+    const int64_t at = snap_back(context_ids, sentence_ends, edge, std::max(edge - max_shift, blocks[i - 1].begin + 1));
+    blocks[i - 1].end = at;
+    blocks[i].begin = at;
   }
   return ok_status();
+}
+
+int64_t snap_back(std::span<const int32_t> context_ids, std::span<const uint8_t> sentence_ends, int64_t at,
+                  int64_t lowest) {
+  const auto ends_sentence = [&](int64_t token) {
+    const int32_t id = context_ids[static_cast<size_t>(token)];
+    return id >= 0 && static_cast<size_t>(id) < sentence_ends.size() && sentence_ends[static_cast<size_t>(id)] != 0;
+  };
+  for (int64_t p = at; p >= lowest; --p) {
+    if (ends_sentence(p - 1)) return p;
+  }
+  return at;
 }
 
 Result<BlockLayout> cut_into_blocks(std::string_view algorithm, int64_t context_tokens, int n_ranks,

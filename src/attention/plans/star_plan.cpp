@@ -49,7 +49,8 @@ void lead_with_adjacent_anchor(std::span<const int32_t> context_ids, TokenRange 
 // whole in front of it, so that edge cuts nothing, and moving it would only shorten the anchor that
 // every later block reads. anchor_positions "adjacent" gives each pass its own anchor, as lead
 // tokens at the positions just before the pass (no kExtendPrefix step): a more tokens a later
-// block beyond the first on a rank.
+// block beyond the first on a rank; with a snap, a pass that does not start at the anchor's end
+// reads the anchor up to its last sentence end (at most boundary_snap tokens shorter).
 Result<BlockPlan> build_star_plan(std::span<const int32_t> context_ids, int n_ranks,
                                   const AttentionConfig& config,
                                   std::span<const uint8_t> sentence_ends) {
@@ -73,6 +74,15 @@ Result<BlockPlan> build_star_plan(std::span<const int32_t> context_ids, int n_ra
   const TokenRange& block0 = plan.blocks.front();
   const TokenRange anchor{0, std::min(anchor_size, block0.size())};
   const bool adjacent = config.anchor_positions == "adjacent";
+  // Read right in front of a pass that does not continue it, an anchor ending inside a sentence
+  // hands the pass that sentence's head as the text just before it (on SmolLM2 the later blocks
+  // then answer a needle cut by the first edge with its digits before the edge). With a snap, such
+  // passes read the anchor only up to its last sentence end within the snap.
+  const TokenRange cut_anchor =
+      adjacent && config.boundary_snap > 0
+          ? TokenRange{0, snap_back(context_ids, sentence_ends, anchor.end,
+                                    std::max<int64_t>(anchor.end - config.boundary_snap, 1))}
+          : anchor;
   for (int r = 0; r < n_ranks; ++r) {
     RankPlan& rank = plan.ranks[static_cast<size_t>(r)];
     const BlockRun run = layout->rank_runs[static_cast<size_t>(r)];
@@ -88,7 +98,9 @@ Result<BlockPlan> build_star_plan(std::span<const int32_t> context_ids, int n_ra
     }
     for (int i = first; i < run.last; ++i) {
       EncodeStep step = overlapped_block_step(context_ids, plan.blocks, i, config.boundary_overlap, anchor.end);
-      if (adjacent) lead_with_adjacent_anchor(context_ids, anchor, step);
+      if (adjacent) {
+        lead_with_adjacent_anchor(context_ids, step.positions.front() == anchor.end ? anchor : cut_anchor, step);
+      }
       rank.steps.push_back(std::move(step));
     }
   }

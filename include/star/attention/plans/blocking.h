@@ -31,6 +31,12 @@ Result<BlockLayout> cut_into_blocks(std::string_view algorithm, int64_t context_
 Status snap_block_edges(std::string_view algorithm, BlockLayout& layout, std::span<const int32_t> context_ids,
                         std::span<const uint8_t> sentence_ends, int64_t max_shift, size_t first_edge = 1);
 
+// The point in [lowest, at] nearest `at` just after a token that ends a sentence or a line
+// (token p − 1 does), or `at` when none in reach does: where snapping moves an edge or an end at
+// `at`. Requires a non-empty sentence_ends and 1 <= lowest.
+int64_t snap_back(std::span<const int32_t> context_ids, std::span<const uint8_t> sentence_ends, int64_t at,
+                  int64_t lowest);
+
 // A plan with blocks, one RankPlan per rank with its shard (no steps yet), the query host (the rank
 // with the last block) and query positions starting at L.
 BlockPlan plan_with_shards(std::string algorithm, const BlockLayout& layout, int64_t context_tokens);
