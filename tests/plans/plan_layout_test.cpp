@@ -304,15 +304,20 @@ TEST(PlanLayout, StarRankWithBlockZeroEncodesItBeforeTheAnchor) {
   EXPECT_EQ(plan->longest_pass_tokens(), 5);
 }
 
-TEST(PlanLayout, BoundaryOverlapPutsThePreviousTailBetweenAnchorAndBlock) {
-  // L = 12, b = 4, anchor 2, overlap 3, one rank: B1 reads [2, 4) (tokens 0-1 are the anchor), B2 [5, 8).
-  const std::vector<int32_t> ids = {10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21};
+// L = 12 tokens (ids 10-21), star with b = 4, anchor 2 and overlap 3.
+const std::vector<int32_t> kTwelveIds = {10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21};
+AttentionConfig star_b4_anchor2_overlap3() {
   AttentionConfig config;
   config.algorithm = "star";
   config.block_size = 4;
   config.anchor_size = 2;
   config.boundary_overlap = 3;
-  Result<BlockPlan> plan = build_block_plan(ids, 1, config);
+  return config;
+}
+
+TEST(PlanLayout, BoundaryOverlapPutsThePreviousTailBetweenAnchorAndBlock) {
+  // One rank: B1 reads [2, 4) (tokens 0-1 are the anchor), B2 [5, 8).
+  Result<BlockPlan> plan = build_block_plan(kTwelveIds, 1, star_b4_anchor2_overlap3());
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   const std::vector<EncodeStep>& steps = plan->ranks[0].steps;
   ASSERT_EQ(steps.size(), 4u);
@@ -329,14 +334,10 @@ TEST(PlanLayout, BoundaryOverlapPutsThePreviousTailBetweenAnchorAndBlock) {
 
 TEST(PlanLayout, AdjacentAnchorLeadsEachPassAtThePositionsJustBeforeIt) {
   // The same as above with anchor_positions "adjacent": no prefix step; B1's pass is [anchor at 0-1 ‖
-  // lead 12, 13 ‖ B1], B2's [anchor at 2-4 ‖ lead 15-17 at 5-7 ‖ B2]: the anchor ends where the lead
+  // lead 12, 13 ‖ B1], B2's [anchor at 3-4 ‖ lead 15-17 at 5-7 ‖ B2]: the anchor ends where the lead
   // starts, and only the block's KV is kept.
-  const std::vector<int32_t> ids = {10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21};
-  AttentionConfig config;
-  config.algorithm = "star";
-  config.block_size = 4;
-  config.anchor_size = 2;
-  config.boundary_overlap = 3;
+  const std::vector<int32_t>& ids = kTwelveIds;
+  AttentionConfig config = star_b4_anchor2_overlap3();
   config.anchor_positions = "adjacent";
   Result<BlockPlan> plan = build_block_plan(ids, 1, config);
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
