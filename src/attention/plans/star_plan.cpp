@@ -48,8 +48,8 @@ void lead_with_adjacent_anchor(std::span<const int32_t> context_ids, TokenRange 
 // With an anchor that holds all of B0 (a >= |B0|, the default) the first edge stays: B1's pass reads B0
 // whole in front of it, so that edge cuts nothing, and moving it would only shorten the anchor that
 // every later block reads. anchor_positions "adjacent" gives each pass its own anchor, as lead
-// tokens at the positions just before the pass (no kExtendPrefix step): a more tokens a later
-// block beyond the first on a rank; with a snap, a pass that does not start at the anchor's end
+// tokens at the positions just before the pass (no kExtendPrefix step): a tokens more for each
+// later block beyond a rank's first; with a snap, a pass that does not start at the anchor's end
 // reads the anchor up to its last sentence end (at most boundary_snap tokens shorter).
 Result<BlockPlan> build_star_plan(std::span<const int32_t> context_ids, int n_ranks,
                                   const AttentionConfig& config,
