@@ -336,10 +336,9 @@ TEST(PlanLayout, AdjacentAnchorLeadsEachPassAtThePositionsJustBeforeIt) {
   // The same as above with anchor_positions "adjacent": no prefix step; B1's pass is [anchor at 0-1 ‖
   // lead 12, 13 ‖ B1], B2's [anchor at 3-4 ‖ lead 15-17 at 5-7 ‖ B2]: the anchor ends where the lead
   // starts, and only the block's KV is kept.
-  const std::vector<int32_t>& ids = kTwelveIds;
   AttentionConfig config = star_b4_anchor2_overlap3();
   config.anchor_positions = "adjacent";
-  Result<BlockPlan> plan = build_block_plan(ids, 1, config);
+  Result<BlockPlan> plan = build_block_plan(kTwelveIds, 1, config);
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   const std::vector<EncodeStep>& steps = plan->ranks[0].steps;
   ASSERT_EQ(steps.size(), 3u);
@@ -356,7 +355,7 @@ TEST(PlanLayout, AdjacentAnchorLeadsEachPassAtThePositionsJustBeforeIt) {
   EXPECT_EQ(plan->longest_pass_tokens(), 9);  // the same passes as the paper's positions
   // Without an overlap the anchor sits right before the block: B2 at 8, its anchor at 6-7.
   config.boundary_overlap = 0;
-  plan = build_block_plan(ids, 1, config);
+  plan = build_block_plan(kTwelveIds, 1, config);
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   EXPECT_EQ(plan->ranks[0].steps[2].positions, (std::vector<int32_t>{6, 7, 8, 9, 10, 11}));
   EXPECT_EQ(plan->ranks[0].steps[2].lead_tokens, 2);

@@ -7,11 +7,15 @@
 
 namespace star {
 
+Status check_anchor_positions(const std::string& anchor_positions) {
+  return check_member("anchor_positions", anchor_positions, {"first", "adjacent"});
+}
+
 Status check_star_parameters(const AttentionConfig& c) {
   if (Status s = check_range("anchor_size", c.anchor_size, -1, kMaxTokens, " (-1: the block size)"); !s.ok()) {
     return s;
   }
-  if (Status s = check_member("anchor_positions", c.anchor_positions, {"first", "adjacent"}); !s.ok()) return s;
+  if (Status s = check_anchor_positions(c.anchor_positions); !s.ok()) return s;
   if (c.block_size > 0 && c.anchor_size > c.block_size) {
     return invalid_argument("attention config: anchor_size = " + std::to_string(c.anchor_size) +
                             " exceeds block_size = " + std::to_string(c.block_size) +

@@ -1,9 +1,10 @@
 #include <algorithm>
+#include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "star/attention/config_checks.h"
+#include "star/attention/algorithms/algorithm_parts.h"
 #include "star/attention/plans/blocking.h"
 #include "star/attention/plans/plan_builders.h"
 
@@ -24,12 +25,9 @@ Status check_anchor_size(int64_t anchor_size) {
 // minus a. Such positions exist: a pass starts at position a or later (its overlap never reaches
 // into the anchor).
 void lead_with_adjacent_anchor(std::span<const int32_t> context_ids, TokenRange anchor, EncodeStep& step) {
-  const int32_t start = step.positions.front();
-  step.token_ids.insert(step.token_ids.begin(), context_ids.begin() + anchor.begin, context_ids.begin() + anchor.end);
   std::vector<int32_t> positions(static_cast<size_t>(anchor.size()));
-  for (size_t p = 0; p < positions.size(); ++p) {
-    positions[p] = start - static_cast<int32_t>(anchor.size()) + static_cast<int32_t>(p);
-  }
+  std::iota(positions.begin(), positions.end(), step.positions.front() - static_cast<int32_t>(anchor.size()));
+  step.token_ids.insert(step.token_ids.begin(), context_ids.begin() + anchor.begin, context_ids.begin() + anchor.end);
   step.positions.insert(step.positions.begin(), positions.begin(), positions.end());
   step.lead_tokens += anchor.size();
 }
@@ -55,7 +53,7 @@ Result<BlockPlan> build_star_plan(std::span<const int32_t> context_ids, int n_ra
                                   const AttentionConfig& config,
                                   std::span<const uint8_t> sentence_ends) {
   if (Status s = check_anchor_size(config.anchor_size); !s.ok()) return s;
-  if (Status s = check_member("anchor_positions", config.anchor_positions, {"first", "adjacent"}); !s.ok()) return s;
+  if (Status s = check_anchor_positions(config.anchor_positions); !s.ok()) return s;
   if (Status s = check_boundary_overlap("star", config.boundary_overlap); !s.ok()) return s;
   const auto context_tokens = static_cast<int64_t>(context_ids.size());
   Result<BlockLayout> layout = cut_into_blocks("star", context_tokens, n_ranks, config.block_size);

@@ -3,6 +3,8 @@
 // the fields every algorithm shares (block_size) are validate_attention_config's.
 #pragma once
 
+#include <string>
+
 #include "star/attention/algorithm_registry.h"
 #include "star/attention/attention_config.h"
 #include "star/common/status.h"
@@ -17,6 +19,8 @@ Status check_dense_parameters(const AttentionConfig& config);
 Phase1Work dense_phase1_work(const CostInputs& inputs);
 
 Status check_star_parameters(const AttentionConfig& config);
+// anchor_positions is "first" or "adjacent"; also the star plan builder's check.
+Status check_anchor_positions(const std::string& anchor_positions);
 Phase1Work star_phase1_work(const CostInputs& inputs);
 
 Status check_no_anchor_parameters(const AttentionConfig& config);
