@@ -122,19 +122,23 @@ Result<StepForward> run_step_forward(EngineModel& model, Communicator& comm, con
   }
   const int64_t vocab = model.config().vocab_size;
   const VocabSlice slice = vocab_slice_of_rank(vocab, comm.rank(), comm.size());
-  // Two or more sequences: each one's layers run on one rank (row_sharing.h). One alone keeps
-  // every rank computing it, which spares it the extra all-gather a layer. Ranks start loaded with
-  // their Phase 1 chunk and their own-token attention, so that rows go where there is room.
+  // Several ranks share the decode rows' dense part: by columns where the model allows it (every
+  // rank reads 1/ranks of each weight, which pays for one sequence too), else two or more sequences
+  // by rows, each one's layers on one rank (row_sharing.h); one alone then keeps every rank computing
+  // it, which spares it the extra all-gather a layer. With rows, ranks start loaded with their Phase 1
+  // chunk and their own-token attention, so that rows go where there is room.
   RowSharing sharing;
-  const bool share = comm.size() > 1 && decoding.size() > 1 && model.shares_rows();
-  if (share) {
+  const int64_t first_shared = chunk ? static_cast<int64_t>(chunk->tokens.size()) : 0;
+  const bool by_columns = comm.size() > 1 && model.shares_columns();
+  const bool share = by_columns || (comm.size() > 1 && decoding.size() > 1 && model.shares_rows());
+  if (by_columns) {
+    sharing = {.comm = &comm, .first_shared = first_shared, .split = RowSharing::Split::kColumns, .owner = {}};
+  } else if (share) {
     std::vector<int64_t> group_rows;
     for (const StepSequence* s : decoding) group_rows.push_back(static_cast<int64_t>(s->pending.size()));
     std::vector<double> loads = own_attention_loads(decoding, comm.size(), attention_keys_per_token(model.config()));
     for (size_t r = 0; r < loads.size() && r < chunk_loads.size(); ++r) loads[r] += chunk_loads[r];
-    sharing = {.comm = &comm,
-               .first_shared = chunk ? static_cast<int64_t>(chunk->tokens.size()) : 0,
-               .owner = balanced_row_owners(group_rows, comm.size(), loads)};
+    sharing = {.comm = &comm, .first_shared = first_shared, .owner = balanced_row_owners(group_rows, comm.size(), loads)};
   }
   // The chunk's rows apart from the decode rows, so that a sequence decodes the same bits beside a
   // chunk as alone.

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <optional>
 #include <string>
 
+#include "column_split_products.h"
 #include "star/backend/cpu/embedding.h"
 #include "star/backend/cpu/matmul.h"
 #include "star/backend/cpu/rms_norm.h"
@@ -39,6 +41,8 @@ Result<LlamaModel> LlamaModel::create(LlamaConfig config, LlamaWeights weights) 
   }
   return LlamaModel(std::move(config), std::move(weights), std::move(*rope));
 }
+
+bool LlamaModel::shares_columns_alike() const { return config_.hidden_dim % 16 == 0; }
 
 void LlamaModel::release_cpu_panels() {
   for (LlamaLayerWeights& layer : weights_.layers) {
@@ -97,7 +101,16 @@ Result<std::vector<float>> LlamaModel::hidden(std::span<const int32_t> tokens, s
                                               int64_t phase1_rows) const {
   const LlamaConfig& c = config_;
   const int64_t n = static_cast<int64_t>(tokens.size());
-  // The rows computed here: all of them, or with sharing this rank's own and the shared ones it owns.
+  const RowSharing* columns = sharing != nullptr && sharing->split == RowSharing::Split::kColumns ? sharing : nullptr;
+  if (columns != nullptr) {
+    if (columns->comm == nullptr || columns->first_shared < 0 || columns->first_shared > n) {
+      return invalid_argument("column sharing: " + std::to_string(columns->first_shared) +
+                              " rows of this rank do not fit the forward's " + std::to_string(n) +
+                              (columns->comm == nullptr ? ", and no communicator" : ""));
+    }
+    sharing = nullptr;
+  }
+  // The rows computed here: all of them, or with row sharing this rank's own and the shared ones it owns.
   std::vector<int64_t> here;
   if (sharing != nullptr) {
     Result<std::vector<int64_t>> rows = rows_computed_here(*sharing, n);
@@ -121,22 +134,35 @@ Result<std::vector<float>> LlamaModel::hidden(std::span<const int32_t> tokens, s
   // after them in groups of kDecodeGroupRows (forward_rows). With sharing, the chunk's rows are all
   // this rank's and come first in `here`. Up to rows_multiplied_alike() rows are one product: each
   // row's bits are those of its own group, and each weight is read once.
+  // With column sharing the shared rows are always apart, as only they are multiplied by slices:
+  // in one group where they are multiplied alike (each rank then reads its slices once a step).
   const bool has_decode_rows = sharing != nullptr || phase1_rows >= 0;
-  const int64_t first_decode = !has_decode_rows || m <= rows_multiplied_alike() ? m
+  const int64_t first_decode = columns != nullptr ? columns->first_shared
+                               : !has_decode_rows || m <= rows_multiplied_alike() ? m
                                : sharing != nullptr ? sharing->first_shared
                                                     : std::min(phase1_rows, m);
-  // Calls f(first, rows) for each group of rows multiplied together, in order.
-  auto for_groups = [&](auto&& f) {
+  const int64_t decode_group =
+      columns != nullptr && m - first_decode <= rows_multiplied_alike() ? std::max<int64_t>(m - first_decode, 1)
+                                                                         : kDecodeGroupRows;
+  // Calls f(first, rows) for each group of rows multiplied together, in order; with column
+  // sharing split(first, rows) instead for the groups of shared rows.
+  auto for_groups = [&](auto&& f, auto&& split) -> Status {
     if (first_decode > 0) f(int64_t{0}, first_decode);
-    for (int64_t first = first_decode; first < m; first += kDecodeGroupRows) {
-      f(first, std::min(kDecodeGroupRows, m - first));
+    for (int64_t first = first_decode; first < m; first += decode_group) {
+      const int64_t rows = std::min(decode_group, m - first);
+      if (columns == nullptr) {
+        f(first, rows);
+      } else if (Status s = split(first, rows); !s.ok()) {
+        return s;
+      }
     }
+    return ok_status();
   };
   // The FFN's two hidden-width buffers are the forward's largest: a long prompt's FFN runs in
   // chunks of equal size up to kFfnChunkRows rows, each large enough to multiply at full speed,
   // sized by the prompt's rows alone so that they are the same beside decode rows.
   const int64_t ffn_chunks = std::max<int64_t>(1, (first_decode + kFfnChunkRows - 1) / kFfnChunkRows);
-  const int64_t ffn_rows = std::max((first_decode + ffn_chunks - 1) / ffn_chunks, std::min(kDecodeGroupRows, m));
+  const int64_t ffn_rows = std::max((first_decode + ffn_chunks - 1) / ffn_chunks, std::min(decode_group, m));
   std::vector<float> x(m * dim), h(m * dim), q(m * qd), k(m * kvd), v(m * kvd), att(m * qd);
   std::vector<float> gate(ffn_rows * hid), up(ffn_rows * hid);
   // With sharing, the attention sees every row: these hold all n rows' q, k, v and output.
@@ -148,15 +174,23 @@ Result<std::vector<float>> LlamaModel::hidden(std::span<const int32_t> tokens, s
     all_att.resize(n * qd);
   }
   const std::array<SharedColumns, 3> qkv = {{{all_q.data(), qd}, {all_k.data(), kvd}, {all_v.data(), kvd}}};
+  std::optional<ColumnSplitProducts> split;
+  if (columns != nullptr) split.emplace(*columns->comm, c, std::min(decode_group, n - first_decode));
 
   cpu::embedding_lookup(weights_.embed, tokens.data(), m, x.data());
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const LlamaLayerWeights& w = weights_.layers[l];
     cpu::rms_norm(x.data(), m, dim, w.attn_norm.f32(), static_cast<float>(c.rms_norm_eps), h.data());
-    for_groups([&](int64_t first, int64_t rows) {
-      cpu::matmul_shared_input(h.data() + first * dim, rows,
-                               {{&w.wq, q.data() + first * qd}, {&w.wk, k.data() + first * kvd}, {&w.wv, v.data() + first * kvd}});
-    });
+    Status products = for_groups(
+        [&](int64_t first, int64_t rows) {
+          cpu::matmul_shared_input(h.data() + first * dim, rows,
+                                   {{&w.wq, q.data() + first * qd}, {&w.wk, k.data() + first * kvd}, {&w.wv, v.data() + first * kvd}});
+        },
+        [&](int64_t first, int64_t rows) {
+          return split->qkv(w, h.data() + first * dim, rows, q.data() + first * qd, k.data() + first * kvd,
+                            v.data() + first * kvd);
+        });
+    if (!products.ok()) return products;
     cpu::apply_rope(q.data(), m, c.n_heads, c.head_dim, positions.data(), rope_, c.rope_layout);
     cpu::apply_rope(k.data(), m, c.n_kv_heads, c.head_dim, positions.data(), rope_, c.rope_layout);
     if (sharing == nullptr) {
@@ -173,19 +207,29 @@ Result<std::vector<float>> LlamaModel::hidden(std::span<const int32_t> tokens, s
       }
       for (int64_t i = 0; i < m; ++i) std::copy_n(all_att.data() + here[i] * qd, qd, att.data() + i * qd);
     }
-    for_groups([&](int64_t first, int64_t rows) {
-      cpu::matmul(att.data() + first * qd, rows, w.wo, x.data() + first * dim, /*accumulate=*/true);
-    });
+    products = for_groups(
+        [&](int64_t first, int64_t rows) {
+          cpu::matmul(att.data() + first * qd, rows, w.wo, x.data() + first * dim, /*accumulate=*/true);
+        },
+        [&](int64_t first, int64_t rows) {
+          return split->add_product(w.wo, att.data() + first * qd, rows, x.data() + first * dim);
+        });
+    if (!products.ok()) return products;
 
     cpu::rms_norm(x.data(), m, dim, w.ffn_norm.f32(), static_cast<float>(c.rms_norm_eps), h.data());
-    for_groups([&](int64_t group_first, int64_t group_rows) {
-      for (int64_t first = group_first; first < group_first + group_rows; first += ffn_rows) {
-        const int64_t rows = std::min(ffn_rows, group_first + group_rows - first);
-        cpu::matmul_shared_input(h.data() + first * dim, rows, {{&w.w_gate, gate.data()}, {&w.w_up, up.data()}});
-        cpu::swiglu(gate.data(), up.data(), rows * hid, gate.data());
-        cpu::matmul(gate.data(), rows, w.w_down, x.data() + first * dim, /*accumulate=*/true);
-      }
-    });
+    products = for_groups(
+        [&](int64_t group_first, int64_t group_rows) {
+          for (int64_t first = group_first; first < group_first + group_rows; first += ffn_rows) {
+            const int64_t rows = std::min(ffn_rows, group_first + group_rows - first);
+            cpu::matmul_shared_input(h.data() + first * dim, rows, {{&w.w_gate, gate.data()}, {&w.w_up, up.data()}});
+            cpu::swiglu(gate.data(), up.data(), rows * hid, gate.data());
+            cpu::matmul(gate.data(), rows, w.w_down, x.data() + first * dim, /*accumulate=*/true);
+          }
+        },
+        [&](int64_t first, int64_t rows) {
+          return split->add_ffn(w, h.data() + first * dim, rows, gate.data(), x.data() + first * dim);
+        });
+    if (!products.ok()) return products;
   }
   if (sharing == nullptr) return x;
   std::vector<float> all_x(n * dim);

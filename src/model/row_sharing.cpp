@@ -80,4 +80,43 @@ Status share_rows(const RowSharing& sharing, std::span<const SharedColumns> piec
   return ok_status();
 }
 
+ColumnSlice column_slice(int64_t width, int rank, int ranks) {
+  constexpr int64_t kUnit = 32;
+  const int64_t units = (width + kUnit - 1) / kUnit;
+  const auto edge = [&](int r) { return std::min(width, units * r / std::max(ranks, 1) * kUnit); };
+  return {edge(rank), edge(rank + 1) - edge(rank)};
+}
+
+Status share_columns(Communicator& comm, int64_t rows, std::span<const ColumnPiece> pieces) {
+  const int ranks = comm.size();
+  const auto slice_floats = [&](int rank) {
+    int64_t floats = 0;
+    for (const ColumnPiece& piece : pieces) floats += rows * column_slice(piece.width, rank, ranks).count;
+    return floats;
+  };
+  int64_t most = 0;
+  for (int r = 0; r < ranks; ++r) most = std::max(most, slice_floats(r));
+  if (most == 0) return ok_status();
+  // Every product of every layer calls this: buffers kept with the thread, as share_rows's.
+  thread_local std::vector<float> send, recv;
+  send.resize(static_cast<size_t>(most));
+  recv.resize(send.size() * static_cast<size_t>(ranks));
+  float* packed = send.data();
+  for (const ColumnPiece& piece : pieces) {
+    const int64_t floats = rows * column_slice(piece.width, comm.rank(), ranks).count;
+    packed = std::copy_n(piece.slice, floats, packed);
+  }
+  if (Status s = comm.all_gather(send, recv); !s.ok()) return s;
+  for (int r = 0; r < ranks; ++r) {
+    const float* from = recv.data() + r * most;
+    for (const ColumnPiece& piece : pieces) {
+      const ColumnSlice slice = column_slice(piece.width, r, ranks);
+      for (int64_t i = 0; i < rows; ++i, from += slice.count) {
+        std::copy_n(from, slice.count, piece.whole + i * piece.width + slice.first);
+      }
+    }
+  }
+  return ok_status();
+}
+
 }  // namespace star

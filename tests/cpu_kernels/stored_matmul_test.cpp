@@ -227,6 +227,46 @@ TEST(StoredMatmul, PrelaidRowsEqualTheirProductAloneAtAnyRowCount) {
   }
 }
 
+// A view of a prelaid weight's rows from a panel edge (weight_rows, as column sharing takes them)
+// keeps the panels: its outputs are those columns of the whole product, bit for bit, alone or beside
+// other slices in one call; a view off the panel edges is multiplied as stored.
+TEST(StoredMatmul, PrelaidRowSlicesAreColumnsOfTheWholeBitForBit) {
+  std::mt19937 rng(37);
+  const int64_t m = 150, k = 256;
+  Case c = random_case(DType::kQ8_0, m, k, rng);
+  if (!cpu::prelay_weight(c.w)) GTEST_SKIP() << "no AVX-512 VNNI on this CPU: Q8_0 stays as stored";
+  EXPECT_EQ(weight_rows(c.w, 5, 16).panels, nullptr);
+  for (int64_t n : {1, 7, 16}) {
+    const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);
+    std::vector<float> whole(static_cast<size_t>(n * m));
+    cpu::matmul(x.data(), n, c.w, whole.data());
+    const std::pair<int64_t, int64_t> slices[] = {{0, 64}, {64, 86}, {32, 16}, {96, 0}};
+    std::vector<std::vector<float>> parts, together;
+    std::vector<WeightTensor> views;
+    for (const auto& [first, count] : slices) {
+      views.push_back(weight_rows(c.w, first, count));
+      ASSERT_NE(views.back().panels, nullptr);
+      parts.emplace_back(static_cast<size_t>(n * count), -1.f);
+      together.emplace_back(static_cast<size_t>(n * count), -1.f);
+      cpu::matmul(x.data(), n, views.back(), parts.back().data());
+    }
+    cpu::matmul_shared_input(x.data(), n, {{&views[0], together[0].data()}, {&views[1], together[1].data()},
+                                           {&views[2], together[2].data()}, {&views[3], together[3].data()}});
+    for (size_t s = 0; s < std::size(slices); ++s) {
+      const auto [first, count] = slices[s];
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = 0; j < count; ++j) {
+          const uint32_t want = std::bit_cast<uint32_t>(whole[i * m + first + j]);
+          ASSERT_EQ(std::bit_cast<uint32_t>(parts[s][i * count + j]), want)
+              << "n=" << n << " rows [" << first << ", " << first + count << ") [" << i << "," << j << "]";
+          ASSERT_EQ(std::bit_cast<uint32_t>(together[s][i * count + j]), want)
+              << "shared input, n=" << n << " rows [" << first << ", " << first + count << ") [" << i << "," << j << "]";
+        }
+      }
+    }
+  }
+}
+
 std::vector<float> rounded_to_bf16(const std::vector<float>& v) {
   std::vector<float> out(v.size());
   for (size_t i = 0; i < v.size(); ++i) out[i] = bf16_to_f32(f32_to_bf16(v[i]));

@@ -30,6 +30,39 @@ TEST(RowSharing, ARankThatStartsLoadedTakesFewerRows) {
             (std::vector<int32_t>{1, 2, 0, 1}));
 }
 
+TEST(RowSharing, ColumnSlicesCoverTheProductInRankOrderFromPanelEdges) {
+  // 768 columns are 24 units of 32: 8 a rank on three, 6 on four.
+  EXPECT_EQ(column_slice(768, 0, 3).first, 0);
+  EXPECT_EQ(column_slice(768, 1, 3).first, 256);
+  EXPECT_EQ(column_slice(768, 2, 3).count, 256);
+  EXPECT_EQ(column_slice(768, 3, 4).first, 576);
+  for (const int64_t width : {1, 16, 32, 100, 172, 768, 2048}) {
+    for (int ranks = 1; ranks <= 5; ++ranks) {
+      int64_t next = 0;
+      for (int r = 0; r < ranks; ++r) {
+        const ColumnSlice slice = column_slice(width, r, ranks);
+        EXPECT_EQ(slice.first, next) << width << " columns, rank " << r << " of " << ranks;
+        EXPECT_GE(slice.count, 0);
+        EXPECT_TRUE(slice.first % 32 == 0 || slice.count == 0) << width << " columns, rank " << r << " of " << ranks;
+        next = slice.first + slice.count;
+      }
+      EXPECT_EQ(next, width) << width << " columns on " << ranks << " ranks";
+    }
+  }
+  // Fewer units than ranks: the first ranks get none.
+  EXPECT_EQ(column_slice(32, 0, 2).count, 0);
+  EXPECT_EQ(column_slice(32, 1, 2).count, 32);
+}
+
+TEST(RowSharing, ColumnsSharedOnOneRankAreTheSlice) {
+  SelfCommunicator self;
+  const std::vector<float> slice{1, 2, 3, 4, 5, 6};
+  std::vector<float> whole(6, 0.f);
+  const ColumnPiece piece{slice.data(), whole.data(), 3};
+  ASSERT_TRUE(share_columns(self, 2, {&piece, 1}).ok());
+  EXPECT_EQ(whole, slice);
+}
+
 TEST(RowSharing, RowsComputedHereAreTheOwnOnesAndTheOwnedShared) {
   SelfCommunicator self;
   const RowSharing sharing{.comm = &self, .first_shared = 2, .owner = {0, 0, 0}};

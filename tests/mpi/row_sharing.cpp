@@ -1,7 +1,8 @@
 // Row sharing on 1–4 ranks: a forward whose shared rows each run their layers on one rank (the
-// others receive the rows' q, k, v per layer and their final hidden states) gives every rank the
-// logits of the forward in which every rank computes every row, bit for bit, with rows of its own
-// in front (a Phase 1 chunk, different on every rank), whichever ranks own which rows. Bit for bit
+// others receive the rows' q, k, v per layer and their final hidden states), or whose products of
+// the shared rows each rank computes a slice of the output columns of (column sharing), gives every
+// rank the logits of the forward in which every rank computes every row, bit for bit, with rows of
+// its own in front (a Phase 1 chunk, different on every rank), whichever ranks own which rows. Bit for bit
 // with Q8_0 weights, whose int8 tiles and panels give a row the same bits whatever rows sit beside
 // it; with f32 weights the products are sgemm's, whose rounding may depend on the row count (it
 // does with OpenBLAS on AVX2), so there within float rounding.
@@ -43,8 +44,10 @@ class RowSharingForward : public ::testing::TestWithParam<Weights> {
 
   // Logits of every row: rows [0, own) this rank's alone, one causal sequence from position 0 on
   // a cache of their own (as a Phase 1 chunk), then the shared rows, the same on every rank, from
-  // position 0 on another cache (as a sequence's decode rows); with `owner`, shared.
-  std::vector<float> logits(const std::vector<int32_t>& tokens, int64_t own, const std::vector<int32_t>* owner) {
+  // position 0 on another cache (as a sequence's decode rows); with `owner`, shared by rows, with
+  // `columns`, by columns.
+  std::vector<float> logits(const std::vector<int32_t>& tokens, int64_t own, const std::vector<int32_t>* owner,
+                            bool columns = false) {
     const LlamaConfig& c = llama().config();
     const AttentionShape shape = AttentionShape::of(c);
     KvCache own_cache(c.n_layers, c.n_kv_heads, c.head_dim), shared_cache(c.n_layers, c.n_kv_heads, c.head_dim);
@@ -59,7 +62,9 @@ class RowSharingForward : public ::testing::TestWithParam<Weights> {
     }
     RowSharing sharing;
     if (owner != nullptr) sharing = {.comm = world_.get(), .first_shared = own, .owner = *owner};
-    auto out = llama().forward_rows(tokens, positions, attention, rows, {}, owner != nullptr ? &sharing : nullptr);
+    if (columns) sharing = {.comm = world_.get(), .first_shared = own, .split = RowSharing::Split::kColumns, .owner = {}};
+    const bool shared = owner != nullptr || columns;
+    auto out = llama().forward_rows(tokens, positions, attention, rows, {}, shared ? &sharing : nullptr);
     EXPECT_TRUE(out.ok()) << out.status().to_string();
     return out.ok() ? *out : std::vector<float>{};
   }
@@ -92,7 +97,8 @@ TEST_P(RowSharingForward, EqualsEveryRankComputingEveryRow) {
     // waiting), then the comparisons.
     std::vector<std::vector<float>> split;
     for (const std::vector<int32_t>& owner : owners) split.push_back(logits(tokens, own_rows, &owner));
-    for (size_t p = 0; p < owners.size(); ++p) {
+    split.push_back(logits(tokens, own_rows, nullptr, /*columns=*/true));
+    for (size_t p = 0; p < split.size(); ++p) {
       EXPECT_EQ(split[p].size(), alone.size());
       if (split[p].size() != alone.size()) continue;
       size_t differ = 0, first = 0;
@@ -101,7 +107,7 @@ TEST_P(RowSharingForward, EqualsEveryRankComputingEveryRow) {
         if (std::fabs(split[p][i] - alone[i]) > allowed && differ++ == 0) first = i;
       }
       EXPECT_EQ(differ, 0u) << "rank " << rank << " of " << ranks << ", " << own_rows << " own rows, owner pattern "
-                            << p << ": first at logit " << first << " of " << alone.size() << ", "
+                            << p << " (" << owners.size() << ": by columns): first at logit " << first << " of " << alone.size() << ", "
                             << split[p][first] << " against " << alone[first];
     }
   }
@@ -123,6 +129,11 @@ TEST_P(RowSharingForward, RefusesSharingThatDoesNotFitTheRows) {
   auto stranger = llama().forward_rows(tokens, positions, attention, rows, {}, &outside);
   EXPECT_EQ(stranger.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(stranger.status().message().find("owner rank"), std::string::npos) << stranger.status().to_string();
+  RowSharing past_the_end{.comm = world_.get(), .first_shared = 4, .split = RowSharing::Split::kColumns, .owner = {}};
+  auto columns = llama().forward_rows(tokens, positions, attention, rows, {}, &past_the_end);
+  EXPECT_EQ(columns.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(columns.status().message().find("do not fit the forward's 3"), std::string::npos)
+      << columns.status().to_string();
 }
 
 INSTANTIATE_TEST_SUITE_P(Weights, RowSharingForward,

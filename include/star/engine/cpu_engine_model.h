@@ -78,6 +78,7 @@ class CpuEngineModel final : public EngineModel {
                                           VocabSlice vocab = {}, const RowSharing* sharing = nullptr,
                                           int64_t phase1_rows = -1) override;
   bool shares_rows() const override { return true; }
+  bool shares_columns() const override { return model_.shares_columns_alike(); }
 
  private:
   const LlamaModel& model_;

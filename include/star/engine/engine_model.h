@@ -147,8 +147,9 @@ class EngineModel {
                                                   EngineAttention& attention, std::span<const int64_t> logit_rows,
                                                   VocabSlice vocab = {}, const RowSharing* sharing = nullptr,
                                                   int64_t phase1_rows = -1) = 0;
-  // Whether forward_rows takes a RowSharing.
+  // Whether forward_rows takes a RowSharing split by rows; by columns too.
   virtual bool shares_rows() const { return false; }
+  virtual bool shares_columns() const { return false; }
 
   // Waits for the work enqueued so far (a no-op where forward is synchronous), so timings hold.
   virtual Status synchronize() { return ok_status(); }

@@ -50,8 +50,9 @@ class LlamaModel {
   // only columns `vocab`: [logit_rows.size(), vocab.count]; the decode rows of many sequences in
   // one fused forward. Where the output projection runs row dots (few rows), each logit is the
   // same whatever the slice; on sgemm, within float rounding. With `sharing` (every rank of its
-  // group calls this together), each shared row's layers run on its owner only (row_sharing.h),
-  // with the same result. With `phase1_rows` >= 0, rows [0, phase1_rows) are a Phase 1 chunk's,
+  // group calls this together), each shared row's layers run on its owner only, or each product of
+  // the shared rows on every rank for a slice of its columns (row_sharing.h), with the same result
+  // (by columns where shares_columns_alike()). With `phase1_rows` >= 0, rows [0, phase1_rows) are a Phase 1 chunk's,
   // multiplied as forward() multiplies them alone, and the rows after them decode rows, multiplied
   // in groups of at most kDecodeGroupRows: the kernels give such a row the same bits whatever rows
   // share its group (dot_kernels.h), where a product over the chunk's rows too would take sgemm.
@@ -63,6 +64,10 @@ class LlamaModel {
                                           LayerAttention& attention, std::span<const int64_t> logit_rows,
                                           VocabSlice vocab = {}, const RowSharing* sharing = nullptr,
                                           int64_t phase1_rows = -1) const;
+
+  // Whether sharing by columns gives every row the bits of the forward without sharing: the FFN's
+  // width a multiple of 16, so that every slice is whole SIMD vectors to SwiGLU (its tail differs).
+  bool shares_columns_alike() const;
 
   // The largest group of decode rows forward_rows multiplies at once: cpu::kRowDotMaxRows, the
   // fewest rows any weight type's few-rows kernel takes.

@@ -23,11 +23,18 @@
 namespace star {
 
 struct RowSharing {
+  // kRows: shared row i is computed by rank owner[i] (above). kColumns: every rank runs every shared
+  // row, and each product of them computes only this rank's output columns (column_slice) and then
+  // hands them to every rank (share_columns): each rank reads 1/ranks of every layer weight, for
+  // four all-gathers a layer instead of one. A row's bits do not change either way.
+  enum class Split { kRows, kColumns };
+
   Communicator* comm = nullptr;
   // Rows [0, first_shared) are this rank's alone (a Phase 1 chunk, different on every rank); rows
-  // from first_shared on are the same on every rank, and shared row i (row first_shared + i) is
-  // computed by rank owner[i].
+  // from first_shared on are the same on every rank, and with kRows shared row i (row first_shared
+  // + i) is computed by rank owner[i].
   int64_t first_shared = 0;
+  Split split = Split::kRows;
   std::vector<int32_t> owner;
 };
 
@@ -42,6 +49,24 @@ std::vector<int32_t> balanced_row_owners(std::span<const int64_t> group_rows, in
 // The rows of an n-row forward this rank computes, ascending: [0, first_shared) and the shared rows
 // it owns. INVALID_ARGUMENT when the sharing does not fit n rows or names a rank outside the group.
 Result<std::vector<int64_t>> rows_computed_here(const RowSharing& sharing, int64_t n);
+
+// The output columns [first, first + count) of a `width`-column product that `rank` of `ranks`
+// computes under Split::kColumns: contiguous, in rank order, cut at multiples of 32 so that a
+// slice starts at a weight panel (weight_tensor.h) and its bits are those of the whole product.
+struct ColumnSlice {
+  int64_t first = 0;
+  int64_t count = 0;
+};
+ColumnSlice column_slice(int64_t width, int rank, int ranks);
+
+// One product to hand over: `slice` [rows, column_slice(width).count] computed here; afterwards
+// `whole` [rows, width] holds every rank's columns on every rank.
+struct ColumnPiece {
+  const float* slice;
+  float* whole;
+  int64_t width;
+};
+Status share_columns(Communicator& comm, int64_t rows, std::span<const ColumnPiece> pieces);
 
 // One piece of every row to exchange: data [n, width].
 struct SharedColumns {

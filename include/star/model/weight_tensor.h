@@ -22,8 +22,10 @@ struct WeightTensor {
   const std::byte* data = nullptr;         // rows() rows of row_bytes() bytes, back to back
   std::vector<float> owned;                // storage of a converted or copied tensor, else empty
   std::shared_ptr<const void> keep_alive;  // the mapping a borrowed tensor points into
-  // The CPU's products' own copy, packed once (star/backend/cpu/matmul.h, prelay_weight), or null.
+  // The CPU's products' own copy, packed once (star/backend/cpu/matmul.h, prelay_weight), or null;
+  // a view of rows (weight_rows) starts at the panels' row panel_first.
   std::shared_ptr<const cpu::PrelaidPanels> panels;
+  int64_t panel_first = 0;
 
   int64_t numel() const;
   int64_t cols() const { return shape.empty() ? 0 : shape.back(); }
@@ -36,12 +38,19 @@ struct WeightTensor {
   }
 };
 
-// Rows [first, first + count) of a matrix, borrowed: valid while w is.
+// Rows [first, first + count) of a matrix, borrowed: valid while w is. The view keeps w's panels
+// where it starts at one (first a multiple of kPanelRows), so that its products are bit for bit
+// those of the same rows of w; else it is multiplied as stored.
+inline constexpr int64_t kPanelRows = 16;
 inline WeightTensor weight_rows(const WeightTensor& w, int64_t first, int64_t count) {
   WeightTensor rows;
   rows.dtype = w.dtype;
   rows.shape = {count, w.cols()};
   rows.data = w.data + static_cast<size_t>(first) * w.row_bytes();
+  if (w.panels != nullptr && first % kPanelRows == 0) {
+    rows.panels = w.panels;
+    rows.panel_first = w.panel_first + first;
+  }
   return rows;
 }
 

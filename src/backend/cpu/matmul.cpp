@@ -201,7 +201,7 @@ void matmul(const float* x, int64_t n, const WeightTensor& w, float* y, bool acc
     return;
   }
   if (w.panels != nullptr) {
-    const PrelaidPanelOutput output{w.panels.get(), y};
+    const PrelaidPanelOutput output{w.panels.get(), y, w.panel_first, m};
     int8_prelaid_panel_matmul(x, n, {&output, 1}, accumulate);
     return;
   }
@@ -223,15 +223,15 @@ void matmul(const float* x, int64_t n, const WeightTensor& w, float* y, bool acc
   matmul_widened_tiles(x, n, w, y, accumulate);
 }
 
-void matmul_shared_input(const float* x, int64_t n, std::initializer_list<MatmulOutput> outputs) {
-  const MatmulOutput& first = *outputs.begin();
+void matmul_shared_input(const float* x, int64_t n, std::span<const MatmulOutput> outputs) {
+  const MatmulOutput& first = outputs.front();
   const bool prelaid = n > 0 && std::all_of(outputs.begin(), outputs.end(), [&](const MatmulOutput& o) {
     return o.w->panels != nullptr && first.w->panels != nullptr && o.w->panels->format == first.w->panels->format &&
            o.w->cols() == first.w->cols();
   });
   if (prelaid) {
     std::vector<PrelaidPanelOutput> panels;
-    for (const MatmulOutput& o : outputs) panels.push_back({o.w->panels.get(), o.y});
+    for (const MatmulOutput& o : outputs) panels.push_back({o.w->panels.get(), o.y, o.w->panel_first, o.w->rows()});
     int8_prelaid_panel_matmul(x, n, panels, /*accumulate=*/false);
     return;
   }
@@ -245,7 +245,7 @@ void matmul_shared_input(const float* x, int64_t n, std::initializer_list<Matmul
     for (const MatmulOutput& o : outputs) matmul(x, n, *o.w, o.y);
     return;
   }
-  matmul_row_dots(x, n, {outputs.begin(), outputs.size()}, *kernel, /*accumulate=*/false);
+  matmul_row_dots(x, n, outputs, *kernel, /*accumulate=*/false);
 }
 
 const DotKernel* wide_activation_kernel(DType dtype, Isa isa) {
@@ -311,7 +311,7 @@ void matmul_forced(MatmulPath path, const float* x, int64_t n, const WeightTenso
       return;
     case MatmulPath::kPrelaidPanels: {
       assert(w.panels != nullptr);
-      const PrelaidPanelOutput prelaid{w.panels.get(), y};
+      const PrelaidPanelOutput prelaid{w.panels.get(), y, w.panel_first, w.rows()};
       int8_prelaid_panel_matmul(x, n, {&prelaid, 1}, /*accumulate=*/false);
       return;
     }

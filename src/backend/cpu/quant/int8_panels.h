@@ -61,10 +61,14 @@ struct PrelaidPanels {
 std::shared_ptr<const PrelaidPanels> prelay_int8_panels(DType dtype, const std::byte* w, size_t w_row_bytes,
                                                         int64_t m, int64_t k);
 
-// One product of int8_prelaid_panel_matmul: y[i·m + r] = Σ_j w[r, j]·x̂[i, j] for w = panels.
+// One product of int8_prelaid_panel_matmul: y[i·rows + r − first] = Σ_j w[r, j]·x̂[i, j] for
+// w = panels, r in [first, first + rows): all of them by default, else a slice starting at a panel
+// (first a multiple of 16), whose outputs are bit for bit those of the whole.
 struct PrelaidPanelOutput {
   const PrelaidPanels* panels;
   float* y;
+  int64_t first = 0;
+  int64_t rows = -1;  // -1: to the panels' end
 };
 
 // int8_panel_matmul over pre-packed panels, for one x against every output (all of one format and

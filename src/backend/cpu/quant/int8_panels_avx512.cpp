@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -290,23 +291,30 @@ void int8_prelaid_panel_matmul(const float* x, int64_t n, std::span<const Prelai
   const TileFn* tiles = tiles_for(format);
   constexpr int64_t kTileRows = kMaxPanels * kLanes;
   const int64_t subs = k / format.sub_block, blocks = k / kLegacyBlock;
+  const auto rows_of = [](const PrelaidPanelOutput& o) { return o.rows < 0 ? o.panels->m - o.first : o.rows; };
+  const auto units_of = [&](const PrelaidPanelOutput& o) { return (rows_of(o) + kTileRows - 1) / kTileRows; };
   int64_t total_units = 0;
-  for (const PrelaidPanelOutput& o : outputs) total_units += (o.panels->m + kTileRows - 1) / kTileRows;
+  for (const PrelaidPanelOutput& o : outputs) {
+    assert(o.first % kLanes == 0 && o.first + rows_of(o) <= o.panels->m);
+    total_units += units_of(o);
+  }
   // Dynamic, as matmul's row dots: each output is computed the same way whichever thread takes it.
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t g = 0; g < total_units; ++g) {
     int64_t u = g;
     size_t t = 0;
-    while (u >= (outputs[t].panels->m + kTileRows - 1) / kTileRows) u -= (outputs[t++].panels->m + kTileRows - 1) / kTileRows;
-    const PrelaidPanels& p = *outputs[t].panels;
-    const int64_t first = u * kTileRows, rows = std::min(kTileRows, p.m - first);
+    while (u >= units_of(outputs[t])) u -= units_of(outputs[t++]);
+    const PrelaidPanelOutput& o = outputs[t];
+    const PrelaidPanels& p = *o.panels;
+    const int64_t ldy = rows_of(o);
+    const int64_t first = u * kTileRows, rows = std::min(kTileRows, ldy - first);
     Panel panels[kMaxPanels];
     for (int q = 0; q < (rows + kLanes - 1) / kLanes; ++q) {
-      const int64_t index = first / kLanes + q;
+      const int64_t index = (o.first + first) / kLanes + q;
       panels[q] = {p.codes.data() + index * kLanes * k, p.scales.data() + index * kLanes * subs,
                    format.has_min ? p.mins.data() + index * kLanes * blocks : nullptr};
     }
-    multiply_unit(tiles, panels, rows, a, n, k, outputs[t].y + first, p.m, accumulate);
+    multiply_unit(tiles, panels, rows, a, n, k, o.y + first, ldy, accumulate);
   }
 }
 
