@@ -5,6 +5,7 @@
 // ranks, both ranks multiplied the same 16 rows by every weight. With it, each row's dense part runs
 // on the rank that owns it, one all-gather per layer hands every rank the rows' q, k, v, and one at
 // the end the rows' final hidden states (for the logits, which the ranks share by vocabulary slice).
+// Split::kColumns shares the weights instead of the rows (below).
 //
 // A row's arithmetic does not change: its products, norms and attention see the same inputs on
 // whichever rank computes them. Where the products give a row the same bits whatever rows sit
