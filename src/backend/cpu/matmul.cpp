@@ -223,8 +223,8 @@ void matmul(const float* x, int64_t n, const WeightTensor& w, float* y, bool acc
   matmul_widened_tiles(x, n, w, y, accumulate);
 }
 
-void matmul_shared_input(const float* x, int64_t n, std::span<const MatmulOutput> outputs) {
-  const MatmulOutput& first = outputs.front();
+void matmul_shared_input(const float* x, int64_t n, std::initializer_list<MatmulOutput> outputs) {
+  const MatmulOutput& first = *outputs.begin();
   const bool prelaid = n > 0 && std::all_of(outputs.begin(), outputs.end(), [&](const MatmulOutput& o) {
     return o.w->panels != nullptr && first.w->panels != nullptr && o.w->panels->format == first.w->panels->format &&
            o.w->cols() == first.w->cols();
@@ -245,7 +245,7 @@ void matmul_shared_input(const float* x, int64_t n, std::span<const MatmulOutput
     for (const MatmulOutput& o : outputs) matmul(x, n, *o.w, o.y);
     return;
   }
-  matmul_row_dots(x, n, outputs, *kernel, /*accumulate=*/false);
+  matmul_row_dots(x, n, {outputs.begin(), outputs.size()}, *kernel, /*accumulate=*/false);
 }
 
 const DotKernel* wide_activation_kernel(DType dtype, Isa isa) {

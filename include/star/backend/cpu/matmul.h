@@ -3,7 +3,6 @@
 
 #include <cstdint>
 #include <initializer_list>
-#include <span>
 
 #include "star/backend/cpu/dot_kernels.h"
 #include "star/model/weight_tensor.h"
@@ -74,10 +73,7 @@ struct MatmulOutput {
 // thread start-up and join per matrix, as long as the work on a small K or V projection itself.
 // Weights that all have panels of one format (prelay_weight) share one call of them. Any other
 // case runs one matmul per output.
-void matmul_shared_input(const float* x, int64_t n, std::span<const MatmulOutput> outputs);
-inline void matmul_shared_input(const float* x, int64_t n, std::initializer_list<MatmulOutput> outputs) {
-  matmul_shared_input(x, n, std::span<const MatmulOutput>(outputs.begin(), outputs.size()));
-}
+void matmul_shared_input(const float* x, int64_t n, std::initializer_list<MatmulOutput> outputs);
 
 // The kernel matmul_wide_activations uses for few rows of a `dtype` weight on `isa`, or nullptr
 // (rows widened in L1): find_q16_dot_kernel's where there is one (Q4_1 and Q8_0 on AVX2 and

@@ -12,6 +12,7 @@
 
 #include "avx512_target.h"
 #include "int8_panels.h"
+#include "star/model/weight_tensor.h"
 #include "star/quant/blocks.h"
 
 namespace star::cpu {
@@ -21,6 +22,7 @@ using quant::BlockQ8_0;
 using quant::kLegacyBlock;
 
 constexpr int kLanes = 16;      // weight rows in a panel, one per int32 lane
+static_assert(kLanes == kPanelRows, "weight_rows keeps the panels of views that start at a panel");
 constexpr int kMaxPanels = 2;   // panels in a register tile: 32 weight rows
 constexpr int kMaxXRows = 6;    // activation rows in a register tile
 // 2·6 int32 sums, 2·6 float sums and the two panels' codes and scales: 28 of the 32 registers.
