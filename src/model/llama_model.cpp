@@ -39,6 +39,9 @@ Result<LlamaModel> LlamaModel::create(LlamaConfig config, LlamaWeights weights) 
       if (cpu::prelay_weight(*w) && w->keep_alive != nullptr) release_mapped_pages(w->data, w->bytes());
     }
   }
+  // The output projection's decode rows too; its stored rows stay, for the embedding it may share
+  // and for a prompt's many logit rows (matmul_wide_activations).
+  cpu::prelay_weight(weights.lm_head);
   return LlamaModel(std::move(config), std::move(weights), std::move(*rope));
 }
 
@@ -48,6 +51,7 @@ void LlamaModel::release_cpu_panels() {
   for (LlamaLayerWeights& layer : weights_.layers) {
     for (WeightTensor* w : matrices_of(layer)) w->panels.reset();
   }
+  weights_.lm_head.panels.reset();
 }
 
 LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, cpu::RopeTable rope)

@@ -7,7 +7,8 @@
 // types without a row-dot kernel at any row count. matmul_wide_activations equals that sgemm at
 // every row count (up to its Q16 rounding where it has a Q16 kernel); matmul_shared_input equals
 // one matmul per weight. Q8_0 weights with panels packed once multiply in them at every row count,
-// bit for bit as the panels packed per call.
+// bit for bit as the panels packed per call, and take matmul_wide_activations' few rows in them with
+// Q16 codes, as the scalar Q16 row dot.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -202,6 +203,19 @@ TEST(StoredMatmul, PrelaidPanelsAreThePanelsPackedPerCallBitForBit) {
   }
 }
 
+// The m outputs of each of x's first `count` rows (k elements each) multiplied alone:
+// product(row, y) writes one row's.
+template <class Product>
+std::vector<std::vector<float>> rows_alone(const std::vector<float>& x, int64_t count, int64_t k, int64_t m,
+                                           Product product) {
+  std::vector<std::vector<float>> alone;
+  for (int64_t i = 0; i < count; ++i) {
+    alone.emplace_back(static_cast<size_t>(m));
+    product(x.data() + i * k, alone.back().data());
+  }
+  return alone;
+}
+
 // One kernel at every row count: row i of a product of n rows is row i's product alone, bit for
 // bit, past the row tiles' limit too (a fused step of decode rows and a Phase 1 chunk).
 TEST(StoredMatmul, PrelaidRowsEqualTheirProductAloneAtAnyRowCount) {
@@ -210,11 +224,7 @@ TEST(StoredMatmul, PrelaidRowsEqualTheirProductAloneAtAnyRowCount) {
   Case c = random_case(DType::kQ8_0, m, k, rng);
   if (!cpu::prelay_weight(c.w)) GTEST_SKIP() << "no AVX-512 VNNI on this CPU: Q8_0 stays as stored";
   const auto x = testing::random_tensor(static_cast<size_t>(most * k), rng);
-  std::vector<std::vector<float>> alone;
-  for (int64_t i = 0; i < most; ++i) {
-    alone.emplace_back(static_cast<size_t>(m));
-    cpu::matmul(x.data() + i * k, 1, c.w, alone.back().data());
-  }
+  const auto alone = rows_alone(x, most, k, m, [&](const float* row, float* y) { cpu::matmul(row, 1, c.w, y); });
   for (int64_t n : {int64_t{2}, int64_t{16}, cpu::kRowTileMaxRows + 1, most}) {
     std::vector<float> y(static_cast<size_t>(n * m));
     cpu::matmul(x.data(), n, c.w, y.data());
@@ -385,6 +395,78 @@ TEST(StoredMatmul, WideActivationsOnRowSlicesAreColumnsOfTheWhole) {
               ASSERT_NEAR(got, want, 1e-6 * mag[i * m + first + j] + 1e-7) << where();
             }
           }
+        }
+      }
+    }
+  }
+}
+
+// The output projection on panels packed once (a tied Q8_0 embedding, prelay_weight): up to the
+// row tiles' limit each output equals the scalar Q8_0 × Q16 row dot (the same codes; the float sums
+// re-associated), past it the stored weight's widened path bit for bit.
+TEST(StoredMatmul, PrelaidWideActivationsEqualTheScalarQ16RowDot) {
+  std::mt19937 rng(39);
+  const int64_t m = 70, k = 512;
+  Case c = random_case(DType::kQ8_0, m, k, rng);
+  const WeightTensor stored = c.w;
+  if (!cpu::prelay_weight(c.w)) GTEST_SKIP() << "no AVX-512 VNNI on this CPU: Q8_0 stays as stored";
+  const cpu::DotKernel* scalar = cpu::find_q16_dot_kernel(DType::kQ8_0, cpu::Isa::kScalar);
+  ASSERT_NE(scalar, nullptr);
+  ASSERT_EQ(scalar->activation_type, cpu::ActivationType::kQ16);
+  for (int64_t n : {int64_t{1}, int64_t{5}, int64_t{6}, int64_t{7}, int64_t{16}, cpu::kRowTileMaxRows}) {
+    const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);
+    std::vector<float> y(static_cast<size_t>(n * m), -1.f);
+    cpu::matmul_wide_activations(x.data(), n, c.w, y.data());
+    const auto mag = magnitudes(x, n, c, m, k);
+    std::vector<std::byte> xq(cpu::activation_row_bytes(cpu::ActivationType::kQ16, k));
+    for (int64_t i = 0; i < n; ++i) {
+      cpu::quantize_activation_row(cpu::ActivationType::kQ16, x.data() + i * k, k, xq.data());
+      for (int64_t j = 0; j < m; ++j) {
+        const float want = scalar->dot(c.bytes.data() + j * c.w.row_bytes(), xq.data(), k);
+        ASSERT_NEAR(y[i * m + j], want, (static_cast<double>(k) + 16) * std::ldexp(1.0, -23) * 1.1 * mag[i * m + j])
+            << "n=" << n << " [" << i << "," << j << "]";
+      }
+    }
+  }
+  const int64_t n = cpu::kRowTileMaxRows + 1;
+  const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);
+  std::vector<float> got(static_cast<size_t>(n * m)), want(got.size());
+  cpu::matmul_wide_activations(x.data(), n, c.w, got.data());
+  cpu::matmul_wide_activations(x.data(), n, stored, want.data());
+  for (size_t e = 0; e < got.size(); ++e) {
+    ASSERT_EQ(std::bit_cast<uint32_t>(got[e]), std::bit_cast<uint32_t>(want[e])) << "n=" << n << ", element " << e;
+  }
+}
+
+// Batch invariance of the prelaid output projection (a decode step's logits): row i of n rows is row
+// i alone, bit for bit, and a vocabulary slice from a panel edge (each rank's, weight_rows) is those
+// columns of the whole.
+TEST(StoredMatmul, PrelaidWideActivationRowsEqualTheirProductAlone) {
+  std::mt19937 rng(41);
+  const int64_t m = 150, k = 256, most = cpu::kRowTileMaxRows;
+  Case c = random_case(DType::kQ8_0, m, k, rng);
+  if (!cpu::prelay_weight(c.w)) GTEST_SKIP() << "no AVX-512 VNNI on this CPU: Q8_0 stays as stored";
+  const auto x = testing::random_tensor(static_cast<size_t>(most * k), rng);
+  const auto alone =
+      rows_alone(x, most, k, m, [&](const float* row, float* y) { cpu::matmul_wide_activations(row, 1, c.w, y); });
+  for (int64_t n : {int64_t{2}, int64_t{7}, int64_t{16}, most}) {
+    std::vector<float> y(static_cast<size_t>(n * m));
+    cpu::matmul_wide_activations(x.data(), n, c.w, y.data());
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < m; ++j) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(y[i * m + j]), std::bit_cast<uint32_t>(alone[i][j]))
+            << "n=" << n << " [" << i << "," << j << "]";
+      }
+    }
+    for (const auto& [first, count] : {std::pair<int64_t, int64_t>{0, 80}, {80, 70}, {64, 16}}) {
+      const WeightTensor slice = weight_rows(c.w, first, count);
+      ASSERT_NE(slice.panels, nullptr);
+      std::vector<float> part(static_cast<size_t>(n * count));
+      cpu::matmul_wide_activations(x.data(), n, slice, part.data());
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = 0; j < count; ++j) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(part[i * count + j]), std::bit_cast<uint32_t>(y[i * m + first + j]))
+              << "n=" << n << " rows [" << first << ", " << first + count << ") [" << i << "," << j << "]";
         }
       }
     }

@@ -176,8 +176,10 @@ TEST_F(SmolLm2Reference, FastKernelsAgreeOnTheTopTokenAtNearlyEveryPosition) {
 }
 
 // The prompt in one prefill, then 64 single-token decode steps. 7 of 8 equal with the Q4_1 products
-// on Q16 activations (chat_python_bug diverges at token 47), 8 of 8 on float32 ones (3 of 8 while the
-// output projection rounded its activations to Q8_0, 2 of 8 with the Q4_1 products on Q8_1).
+// on Q16 activations and the output projection on Q16 row tiles (chat_python_bug diverges at token
+// 47; 8 of 8 with it on the Q16 panels of AVX-512 VNNI, whose float sums run in another order), 8 of
+// 8 on float32 ones (3 of 8 while the output projection rounded its activations to Q8_0, 2 of 8 with
+// the Q4_1 products on Q8_1).
 TEST_F(SmolLm2Reference, FastKernelsContinueGreedilyAsTheReference) {
   int equal = 0;
   for (const ReferenceCase& c : reference_->cases) {

@@ -32,12 +32,12 @@ Status validate_logit_rows(std::span<const int64_t> logit_rows, int64_t tokens);
 class LlamaModel {
  public:
   // Fails when the configuration cannot drive RoPE (odd head_dim, bad scaling factors). Packs the
-  // layer matrices the CPU multiplies from panels (cpu::prelay_weight).
+  // layer matrices and the output projection the CPU multiplies from panels (cpu::prelay_weight).
   static Result<LlamaModel> create(LlamaConfig config, LlamaWeights weights);
 
   const LlamaConfig& config() const { return config_; }
   const LlamaWeights& weights() const { return weights_; }
-  // Frees the layers' CPU panels (cpu::prelay_weight), for a model another backend runs: its
+  // Frees the CPU panels (cpu::prelay_weight), for a model another backend runs: its
   // products then read the stored weights.
   void release_cpu_panels();
 

@@ -259,6 +259,13 @@ void matmul_wide_activations(const float* x, int64_t n, const WeightTensor& w, f
     return;
   }
   const DotKernel* kernel = wide_activation_kernel(w.dtype, best_isa());
+  // Prelaid panels take the few rows in place of the Q16 row tiles: the same Q16 codes and exact
+  // block sums, each load of 16 weight rows' codes serving up to 6 activation rows, where a row
+  // tile loads 2 weight rows per 4 (16 rows against half of `small`'s vocabulary: 5.3 -> 2.3 ms).
+  if (w.panels != nullptr && kernel != nullptr && n <= row_dot_max_rows(*kernel)) {
+    int8_prelaid_panel_matmul_q16(x, n, {w.panels.get(), y, w.panel_first, w.rows()});
+    return;
+  }
   if (kernel != nullptr && n <= row_dot_max_rows(*kernel)) {
     const MatmulOutput output{&w, y};
     matmul_row_dots(x, n, {&output, 1}, *kernel, /*accumulate=*/false);
@@ -312,7 +319,11 @@ void matmul_forced(MatmulPath path, const float* x, int64_t n, const WeightTenso
     case MatmulPath::kPrelaidPanels: {
       assert(w.panels != nullptr);
       const PrelaidPanelOutput prelaid{w.panels.get(), y, w.panel_first, w.rows()};
-      int8_prelaid_panel_matmul(x, n, {&prelaid, 1}, /*accumulate=*/false);
+      if (wide_activations) {
+        int8_prelaid_panel_matmul_q16(x, n, prelaid);
+      } else {
+        int8_prelaid_panel_matmul(x, n, {&prelaid, 1}, /*accumulate=*/false);
+      }
       return;
     }
   }

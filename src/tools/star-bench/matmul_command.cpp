@@ -100,7 +100,7 @@ int run_matmul_command(const MatmulCommandOptions& o) {
       w.shape = {shape.m, shape.k};
       w.data = bytes.data();
       const bool has_panels = !o.wide_activations && cpu::int8_panels_for(dtype, isa);
-      const bool has_packed = !o.wide_activations && cpu::prelay_weight(w);
+      const bool has_packed = cpu::prelay_weight(w);
       for (int64_t n : o.rows) {
         std::vector<float> x(static_cast<size_t>(n * shape.k)), y(static_cast<size_t>(n * shape.m));
         for (float& v : x) v = dist(rng);

@@ -84,15 +84,17 @@ const DotKernel* wide_activation_kernel(DType dtype, Isa isa);
 // wide_activation_kernel's kernel (16-bit codes or float32), the other types and more rows widened
 // weights against float32 x. For the output projection, where 8-bit rounding flips the top token:
 // SmolLM2's tied Q8_0 embedding with Q8_0 activations agrees with float32 transformers on the top
-// token at 98.2% of positions, against float32 (and Q16) on every other product.
+// token at 98.2% of positions, against float32 (and Q16) on every other product. A weight with
+// panels (prelay_weight) takes its few rows in them with the same Q16 codes
+// (int8_prelaid_panel_matmul_q16).
 void matmul_wide_activations(const float* x, int64_t n, const WeightTensor& w, float* y);
 
 // The ways matmul can multiply, forced (not accumulating), for `star-bench matmul`, which measures
 // where they cross: the row dots one (weight row, activation row) pair at a time, the same with the
 // kernel's register tile, float32 tiles widened and multiplied with sgemm, and int8 panels
 // (Q8_0 activations; the block types of quant/int8_panels.h on AVX-512 VNNI), packed per call or
-// once (kPrelaidPanels needs w.panels). The row-dot paths
-// need a kernel for w's type: few_rows_kernel's, or wide_activation_kernel's with wide_activations.
+// once (kPrelaidPanels needs w.panels; with wide_activations, Q16 activations in them). The
+// row-dot paths need a kernel for w's type: few_rows_kernel's, or wide_activation_kernel's with wide_activations.
 enum class MatmulPath { kRowDots, kRowTiles, kWidenedTiles, kInt8Panels, kPrelaidPanels };
 void matmul_forced(MatmulPath path, const float* x, int64_t n, const WeightTensor& w, float* y, bool wide_activations);
 // Whether matmul takes the int8 panels for many rows of a `dtype` weight on `isa`.

@@ -77,4 +77,13 @@ struct PrelaidPanelOutput {
 void int8_prelaid_panel_matmul(const float* x, int64_t n, std::span<const PrelaidPanelOutput> outputs,
                                bool accumulate);
 
+// One output of a Q8_0 weight's panels (its format's sub-block 32, no min) against x rounded to Q16
+// activations instead (dot_kernels.h's ActivationType::kQ16: 16 bits a code in a signed high and an
+// unsigned low byte plane): the output projection, which Q8_0 activations cost its top token
+// (matmul_wide_activations). Two vpdpbusd a panel group: the high plane against the codes as
+// stored (unsigned), then, the sum shifted 8 bits, the low plane against the codes less their
+// offset (signed), so each block's Σ w·q is exact in int32 before its float scaling. As
+// int8_prelaid_panel_matmul, each output is the same instructions whatever n and its place.
+void int8_prelaid_panel_matmul_q16(const float* x, int64_t n, const PrelaidPanelOutput& output);
+
 }  // namespace star::cpu
