@@ -430,7 +430,7 @@ void int8_prelaid_panel_matmul_q16(const float* x, int64_t n, const PrelaidPanel
   assert(output.first % kLanes == 0 && output.first + ldy <= p.m);
   const int64_t count = (ldy + kLanes - 1) / kLanes;
   // One panel a tile: read from memory, a tile of two panels streams from two places at once and
-  // ran 5-50% slower here (one row 9.1 against 5.9 ms on a 131072x768 weight, 16 rows 22.9 against
+  // ran 6-55% slower here (one row 9.1 against 5.9 ms on a 131072x768 weight, 16 rows 22.9 against
   // 21.5); the activation rows of a tile still share each of its loads.
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t q = 0; q < count; ++q) {
