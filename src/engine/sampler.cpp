@@ -3,20 +3,48 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 
 namespace star {
 namespace {
 
-// The largest logit, ties to the lowest id; NaN skipped (id 0 if every logit is NaN).
+// The largest logit, ties to the lowest id; NaN skipped (-inf counts; id 0 if every logit is
+// NaN). Greedy decoding calls it once per row and step over the whole vocabulary, so it runs in
+// vectors: each lane keeps its largest value and the first id that reached it (x > m is false for
+// a NaN x and for -inf over -inf), then the lanes, the tail and the rare row of no finite value.
 int32_t argmax(std::span<const float> logits) {
-  int64_t best = -1;
-  for (size_t i = 0; i < logits.size(); ++i) {
-    if (std::isnan(logits[i])) continue;
-    if (best < 0 || logits[i] > logits[static_cast<size_t>(best)]) best = static_cast<int64_t>(i);
+  constexpr int kLanes = 16;
+  using Lanes = float __attribute__((vector_size(kLanes * sizeof(float))));
+  using Ids = int32_t __attribute__((vector_size(kLanes * sizeof(int32_t))));
+  const auto n = static_cast<int64_t>(logits.size());
+  const float* x = logits.data();
+  Lanes most = Lanes{} - std::numeric_limits<float>::infinity();
+  Ids first = Ids{} - 1;
+  Ids id = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes, id += kLanes) {
+    Lanes v;
+    std::memcpy(&v, x + i, sizeof(v));
+    const auto larger = v > most;
+    most = larger ? v : most;
+    first = larger ? id : first;
   }
-  return static_cast<int32_t>(std::max<int64_t>(best, 0));
+  int64_t best = -1;
+  for (int j = 0; j < kLanes; ++j) {
+    if (first[j] < 0) continue;
+    if (best < 0 || most[j] > x[best] || (most[j] == x[best] && first[j] < best)) best = first[j];
+  }
+  // The tail as the lanes: a value counts once it is above -inf.
+  for (; i < n; ++i) {
+    if (best < 0 ? x[i] > -std::numeric_limits<float>::infinity() : x[i] > x[best]) best = i;
+  }
+  if (best >= 0) return static_cast<int32_t>(best);
+  for (int64_t k = 0; k < n; ++k) {
+    if (!std::isnan(x[k])) return static_cast<int32_t>(k);
+  }
+  return 0;
 }
 
 // The sampler's total order on candidates: larger scaled logit first, ties to the lower id.

@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <random>
+#include <string>
 
 namespace star {
 namespace {
@@ -85,6 +87,46 @@ TEST(Sampler, GreedyTakesArgmaxAndLowestIdOnTies) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const std::vector<float> with_nan{nan, 0.5f, nan, 2.f, 1.f};
   EXPECT_EQ(greedy.sample(with_nan), 3);
+}
+
+// Past the short cases above: vocabulary-sized rows whose maximum, ties, NaN and infinities sit
+// anywhere, including the tail after the last whole group of 16, against a plain first-maximum scan.
+TEST(Sampler, GreedyOnLongRowsIsTheFirstLargestNotNaN) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const auto first_largest = [](const std::vector<float>& logits) {
+    int32_t best = -1;
+    for (size_t i = 0; i < logits.size(); ++i) {
+      if (std::isnan(logits[i])) continue;
+      if (best < 0 || logits[i] > logits[static_cast<size_t>(best)]) best = static_cast<int32_t>(i);
+    }
+    return std::max(best, 0);
+  };
+  Sampler greedy(SamplingParams{});
+  for (size_t n : {1u, 15u, 16u, 17u, 1000u, 32771u}) {
+    for (uint32_t seed = 0; seed < 8; ++seed) {
+      SCOPED_TRACE("n " + std::to_string(n) + " seed " + std::to_string(seed));
+      std::vector<float> logits = random_logits(n, seed);
+      std::mt19937 rng(seed);
+      std::uniform_int_distribution<size_t> at(0, n - 1);
+      for (int i = 0; i < 5; ++i) logits[at(rng)] = nan;
+      EXPECT_EQ(greedy.sample(logits), first_largest(logits));
+      const size_t top = at(rng);
+      logits[top] = 50.f;  // a tie later in the row loses, an earlier one wins
+      logits[at(rng)] = 50.f;
+      EXPECT_EQ(greedy.sample(logits), first_largest(logits));
+      logits[n - 1] = inf;
+      EXPECT_EQ(greedy.sample(logits), static_cast<int32_t>(n - 1));
+      std::fill(logits.begin(), logits.end(), -inf);
+      logits[at(rng)] = nan;
+      EXPECT_EQ(greedy.sample(logits), first_largest(logits));
+      std::fill(logits.begin(), logits.end(), nan);
+      EXPECT_EQ(greedy.sample(logits), 0);
+      std::fill(logits.begin(), logits.end(), 0.f);
+      logits[n / 2] = -0.f;
+      EXPECT_EQ(greedy.sample(logits), 0) << "-0 and +0 are equal: the first wins";
+    }
+  }
 }
 
 TEST(Sampler, TopKOneIsGreedy) {
