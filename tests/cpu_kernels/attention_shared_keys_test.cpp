@@ -94,10 +94,15 @@ void expect_equals_each_query_alone(const Case& c, KvDType dtype) {
     decode_kv(dtype, v_stored.data(), static_cast<int64_t>(kv_count), v_read.data());
   }
   const std::vector<float> first_query(q.begin(), q.begin() + q_floats);
-  const testing::AttentionResult ref = testing::reference_attention(first_query, c.nq, k_read, v_read, c.nk,
-                                                                    c.n_heads, c.n_kv_heads, c.head_dim, scale, {});
+  const bool pairs = cpu::attention_rounds_to_bf16(c.nq, c.n_heads, c.n_kv_heads, c.head_dim, dtype);
+  const testing::AttentionResult ref =
+      pairs ? testing::reference_attention_bf16_pairs(first_query, c.nq, k_read, v_read, c.nk, c.n_heads,
+                                                      c.n_kv_heads, c.head_dim, scale, {})
+            : testing::reference_attention(first_query, c.nq, k_read, v_read, c.nk, c.n_heads, c.n_kv_heads,
+                                           c.head_dim, scale, {});
+  const float slack = pairs ? testing::bf16_pairs_slack(v_read) : 0.f;
   for (size_t i = 0; i < ref.out.size(); ++i) {
-    ASSERT_NEAR(out[i], ref.out[i], 1e-5 * std::max(1.f, std::abs(ref.out[i]))) << "element " << i;
+    ASSERT_NEAR(out[i], ref.out[i], slack + 1e-5 * std::max(1.f, std::abs(ref.out[i]))) << "element " << i;
   }
 }
 

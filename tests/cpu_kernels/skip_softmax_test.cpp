@@ -11,6 +11,7 @@
 #include "cpu_kernels/attention_reference.h"
 #include "cpu_kernels/skip_softmax_reference.h"
 #include "star/backend/cpu/attention.h"
+#include "star/model/kv_dtype.h"
 
 namespace star {
 namespace {
@@ -151,6 +152,56 @@ TEST_P(SkipSoftmaxKernel, LambdaOfOneOrMoreSkipsNothing) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, SkipSoftmaxKernel, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+// Decoding on a bf16 cache: the votes and outputs of the rule on the stored values, where the build
+// multiplies bf16 pairs on the kernel's rounded queries (attention_rounds_to_bf16), so a tile whose
+// values wait for a vote is packed as pairs too.
+TEST(SkipSoftmaxBf16Cache, DecodeFollowsTheRuleOnTheStoredValues) {
+  const int saved = omp_get_max_threads();
+  for (const Case& c : cases()) {
+    if (c.nq != 1) continue;
+    SCOPED_TRACE(c.name);
+    omp_set_num_threads(c.threads);
+    const Inputs in = inputs(c);
+    std::vector<std::byte> k_stored(static_cast<size_t>(kv_bytes(KvDType::kBF16, static_cast<int64_t>(in.k.size()))));
+    std::vector<std::byte> v_stored(k_stored.size());
+    encode_kv(KvDType::kBF16, in.k.data(), static_cast<int64_t>(in.k.size()), k_stored.data());
+    encode_kv(KvDType::kBF16, in.v.data(), static_cast<int64_t>(in.v.size()), v_stored.data());
+    std::vector<float> k_read(in.k.size()), v_read(in.v.size());
+    decode_kv(KvDType::kBF16, k_stored.data(), static_cast<int64_t>(k_read.size()), k_read.data());
+    decode_kv(KvDType::kBF16, v_stored.data(), static_cast<int64_t>(v_read.size()), v_read.data());
+
+    const bool pairs = cpu::attention_rounds_to_bf16(c.nq, c.n_heads, c.n_kv_heads, c.head_dim, KvDType::kBF16);
+    std::vector<float> q = in.q;
+    float scale = kScale;
+    if (pairs) {  // the queries the kernel multiplies, and the scale that takes base 2 back to e
+      for (float& x : q) x = testing::round_to_bf16(x * (kScale * 1.44269504088896341f));
+      scale = 0.693147180559945309f;
+    }
+    const cpu::AttentionTiling tiling =
+        cpu::attention_tiling(c.nq, c.nk, c.n_heads, c.n_kv_heads, c.head_dim, omp_get_max_threads());
+    const testing::SkipSoftmaxReference ref = testing::skip_softmax_reference(
+        q, c.nq, k_read, v_read, c.nk, c.n_heads, c.n_kv_heads, c.head_dim, scale, c.mask, c.scale_factor, tiling);
+    ASSERT_GT(ref.closest_vote, 1e-4) << "a vote sits on the threshold; float rounding could flip it";
+    ASSERT_GT(ref.tiles.skipped, 0);
+    ASSERT_LT(ref.tiles.skipped, ref.tiles.visited);
+
+    KernelRun run{{std::vector<float>(in.q.size(), 123.f), std::vector<float>(static_cast<size_t>(c.n_heads), 123.f)},
+                  {}};
+    cpu::attention_forward(in.q.data(), c.nq, KvRows{k_stored.data(), KvDType::kBF16},
+                           KvRows{v_stored.data(), KvDType::kBF16}, c.nk, c.n_heads, c.n_kv_heads, c.head_dim, kScale,
+                           c.mask, run.result.out.data(), run.result.lse.data(), SkipSoftmax{c.scale_factor, &run.tiles});
+    EXPECT_EQ(run.tiles, ref.tiles);
+    const float slack = pairs ? testing::bf16_pairs_slack(v_read) : 0.f;
+    for (size_t i = 0; i < run.result.lse.size(); ++i) {
+      ASSERT_NEAR(run.result.lse[i], ref.result.lse[i], 1e-5 * std::max(1.f, std::abs(ref.result.lse[i]))) << "row " << i;
+    }
+    for (size_t i = 0; i < run.result.out.size(); ++i) {
+      ASSERT_NEAR(run.result.out[i], ref.result.out[i], slack + 2e-5) << "element " << i;
+    }
+  }
+  omp_set_num_threads(saved);
+}
 
 }  // namespace
 }  // namespace star

@@ -6,6 +6,8 @@
 #include <cassert>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <iterator>
 #include <vector>
@@ -35,6 +37,20 @@ constexpr float kLn2 = 0.693147180559945309f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Calls fn.template operator()<NK>(c) for blocks of NK wide key vectors, from column c, that cover
+// `vectors` of them: kMax at a time, then what remains (fewer than 4) as one block.
+template <int kMax, typename Fn>
+void for_each_key_block(int64_t vectors, Fn&& fn) {
+  int64_t v = 0;
+  for (; v + kMax <= vectors; v += kMax) fn.template operator()<kMax>(v * kWideLanes);
+  switch (vectors - v) {
+    case 3: return fn.template operator()<3>(v * kWideLanes);
+    case 2: return fn.template operator()<2>(v * kWideLanes);
+    case 1: return fn.template operator()<1>(v * kWideLanes);
+    default: return;
+  }
+}
 
 // The problem as given to attention_forward, plus how it is cut into tasks.
 struct Problem {
@@ -94,8 +110,10 @@ class TileWorker {
     // Row-major decides by one query's rows, so that each of several queries sharing the call
     // takes the path (and the arithmetic) it takes alone.
     row_major_ = p.segment_tokens * p.group <= kMaxDecodeRows && p.head_dim % kWideLanes == 0;
+    bf16_pairs_ = attention_rounds_to_bf16(p.segment_tokens, p.n_heads, p.n_kv_heads, p.head_dim, p.k.dtype);
     key_rows_ = ceil_div(p.key_tile, kWideLanes) * kWideLanes;
     const int64_t tile_floats = p.heads_per_task * key_rows_ * ld_packed_;
+    const bool float_rows = row_major_ && !bf16_pairs_;
     // Keys go row by row into k_tile_ for the column blocks, on their side into kt_tile_ (by way of
     // key_block_) for the row blocks.
     const int64_t sizes[] = {p.heads_per_task * state_stride_,
@@ -103,12 +121,26 @@ class TileWorker {
                              p.heads_per_task * max_pad,
                              p.heads_per_task * max_pad,
                              p.key_tile * kMaxRowVectors * kLanes,
-                             tile_floats,
+                             bf16_pairs_ ? 0 : tile_floats,
                              row_major_ ? 0 : tile_floats,
-                             row_major_ ? p.heads_per_task * p.head_dim * key_rows_ : 0,
-                             row_major_ ? p.heads_per_task * kWideLanes * p.head_dim : 0};
+                             float_rows ? p.heads_per_task * p.head_dim * key_rows_ : 0,
+                             float_rows ? p.heads_per_task * kWideLanes * p.head_dim : 0};
     float* buffers[std::size(sizes)];
     thread_scratch(sizes, buffers);
+    // bf16 pairs: queries, keys on their side, values interleaved by key pairs, probabilities.
+    const int64_t words = p.head_dim / 2;
+    const int64_t pair_sizes[] = {bf16_pairs_ ? p.heads_per_task * max_pad * words : 0,
+                                  bf16_pairs_ ? p.heads_per_task * words * key_rows_ : 0,
+                                  bf16_pairs_ ? p.heads_per_task * key_rows_ / 2 * ld_packed_ : 0,
+                                  bf16_pairs_ ? kRowBlockRows * key_rows_ / 2 : 0,
+                                  bf16_pairs_ ? p.heads_per_task * kWideLanes * words : 0};
+    uint32_t* pair_buffers[std::size(pair_sizes)];
+    thread_scratch(pair_sizes, pair_buffers);
+    q2_ = pair_buffers[0];
+    kt2_ = pair_buffers[1];
+    v2_ = pair_buffers[2];
+    p2_ = pair_buffers[3];
+    key_block2_ = pair_buffers[4];
     qt_ = buffers[0];
     ot_ = buffers[1];
     max_run_ = buffers[2];
@@ -167,16 +199,18 @@ class TileWorker {
   }
 
  private:
-  // buffers[i] = sizes[i] floats of the calling thread's scratch, each 64-byte aligned.
-  template <size_t N>
-  static void thread_scratch(const int64_t (&sizes)[N], float* (&buffers)[N]) {
-    constexpr int64_t kAlign = 16;  // floats in a cache line
-    thread_local std::vector<float> arena;
+  // buffers[i] = sizes[i] elements of the calling thread's scratch (one arena per element type),
+  // each 64-byte aligned.
+  template <typename T, size_t N>
+  static void thread_scratch(const int64_t (&sizes)[N], T* (&buffers)[N]) {
+    static_assert(sizeof(T) == 4);
+    constexpr int64_t kAlign = 16;  // elements in a cache line
+    thread_local std::vector<T> arena;
     int64_t total = kAlign;
     for (int64_t n : sizes) total += ceil_div(n, kAlign) * kAlign;
     if (static_cast<int64_t>(arena.size()) < total) arena.resize(static_cast<size_t>(total));
-    const auto misalign = reinterpret_cast<uintptr_t>(arena.data()) % (kAlign * sizeof(float)) / sizeof(float);
-    float* next = arena.data() + (misalign == 0 ? 0 : kAlign - static_cast<int64_t>(misalign));
+    const auto misalign = reinterpret_cast<uintptr_t>(arena.data()) % (kAlign * sizeof(T)) / sizeof(T);
+    T* next = arena.data() + (misalign == 0 ? 0 : kAlign - static_cast<int64_t>(misalign));
     for (size_t i = 0; i < N; ++i) {
       buffers[i] = next;
       next += ceil_div(sizes[i], kAlign) * kAlign;
@@ -189,6 +223,9 @@ class TileWorker {
   const float* k_tile(int64_t hh) const { return k_tile_ + hh * key_rows_ * ld_packed_; }
   const float* v_tile(int64_t hh) const { return v_tile_ + hh * key_rows_ * ld_packed_; }
   const float* kt_tile(int64_t hh) const { return kt_tile_ + hh * p_.head_dim * key_rows_; }
+  uint32_t* q2(int64_t hh) { return q2_ + hh * row_stride_ * (p_.head_dim / 2); }
+  uint32_t* kt2(int64_t hh) { return kt2_ + hh * (p_.head_dim / 2) * key_rows_; }
+  uint32_t* v2(int64_t hh) { return v2_ + hh * key_rows_ / 2 * ld_packed_; }
 
   // qt = scaled queries of kv head h_begin + hh, [d, row_pad] transposed or [rows, d] row-major;
   // resets its softmax state.
@@ -200,6 +237,9 @@ class TileWorker {
         const float* src = p_.q + ((t_begin + r / p_.group) * p_.n_heads +
                                    (h_begin_ + hh) * p_.group + r % p_.group) * d;
         for (int64_t i = 0; i < d; ++i) q_t[r * d + i] = src[i] * p_.log2_scale;
+#if defined(__AVX512BF16__)
+        if (bf16_pairs_) attention_blocks::round_to_bf16(q_t + r * d, d, q2(hh) + r * (d / 2));
+#endif
         max_run(hh)[r] = kNegInf;
         sum_run(hh)[r] = 0.f;
       }
@@ -225,6 +265,7 @@ class TileWorker {
   // Picks the row decoder of the cache's element type (one switch per tile, not per row). Each
   // decoder is a lambda of its own type, so every instance inlines its decoder.
   void pack_keys_values(int64_t j0, int64_t bc, bool keys, bool values) {
+    if (bf16_pairs_) return pack_pairs(j0, bc, keys, values);
     switch (p_.k.dtype) {
       case KvDType::kF32:
         return pack_keys_values(j0, bc, keys, values,
@@ -270,6 +311,38 @@ class TileWorker {
     }
   }
 
+  // The bf16 pairs' tiles straight from the cache rows: keys turned on their side a word (two
+  // elements) at a time, kWideLanes keys a block (a last partial block by way of key_block2_, zero
+  // past bc), values interleaved by key pairs.
+  void pack_pairs(int64_t j0, int64_t bc, bool keys, bool values) {
+#if defined(__AVX512BF16__)
+    const int64_t d = p_.head_dim;
+    const int64_t words = d / 2;
+    const int64_t ldkv = p_.n_kv_heads * d;
+    const auto* k = reinterpret_cast<const uint16_t*>(p_.k.data) + j0 * ldkv + h_begin_ * d;
+    const auto* v = reinterpret_cast<const uint16_t*>(p_.v.data) + j0 * ldkv + h_begin_ * d;
+    for (int64_t c0 = 0; keys && c0 < bc; c0 += kWideLanes) {
+      const int64_t n = std::min<int64_t>(kWideLanes, bc - c0);
+      for (int64_t hh = 0; hh < heads_; ++hh) {
+        const uint16_t* rows = k + c0 * ldkv + hh * d;
+        if (n == kWideLanes) {
+          attention_blocks::transpose_keys(reinterpret_cast<const uint32_t*>(rows), ldkv / 2, kWideLanes, words,
+                                           kt2(hh) + c0, key_rows_);
+          continue;
+        }
+        uint32_t* block = key_block2_ + hh * kWideLanes * words;
+        for (int64_t c = 0; c < n; ++c) std::memcpy(block + c * words, rows + c * ldkv, d * sizeof(uint16_t));
+        std::fill(block + n * words, block + kWideLanes * words, 0u);
+        attention_blocks::transpose_keys(block, words, kWideLanes, words, kt2(hh) + c0, key_rows_);
+      }
+    }
+    if (values) attention_blocks::interleave_value_pairs(v, ldkv, bc, d, heads_, v2_, ld_packed_,
+                                                          key_rows_ / 2 * ld_packed_);
+#else
+    (void)j0, (void)bc, (void)keys, (void)values;
+#endif
+  }
+
   // The row blocks' keys: kWideLanes cache rows at a time decoded into key_block_ (in L1), then
   // turned on their side into kt_tile_; rows past bc up to a whole wide vector are zero, since
   // score_keys reads whole vectors.
@@ -310,7 +383,11 @@ class TileWorker {
     const int64_t d = p_.head_dim;
     const int64_t lds = key_rows_;
     float* st = st_;
-    score_keys<R>(qt(hh) + r0 * d, kt_tile(hh), ceil_div(bc, kWideLanes), st, lds);
+    if (bf16_pairs_) {
+      score_pairs<R>(q2(hh) + r0 * (d / 2), kt2(hh), ceil_div(bc, kWideLanes), st, lds);
+    } else {
+      score_keys<R>(qt(hh) + r0 * d, kt_tile(hh), ceil_div(bc, kWideLanes), st, lds);
+    }
     mask_rows<R>(r0, j0, bc, lds, masked);
     if (p_.skip_softmax) {
       if (skip_rows<R>(hh, r0, bc, lds)) return;
@@ -318,6 +395,7 @@ class TileWorker {
     }
     float alpha[R];
     softmax_rows<R>(hh, r0, bc, lds, alpha);
+    if (bf16_pairs_) return value_pairs<R>(hh, r0, bc, alpha);
     const float* values = v_tile(hh);
     float* o = ot(hh) + r0 * d;
     int64_t i = 0;
@@ -336,17 +414,48 @@ class TileWorker {
     // R x kMaxVectors accumulators, kMaxVectors key vectors and a broadcast fit the registers.
     constexpr int kMaxVectors = simd::kVectorRegisters == 32 ? 4 : 2;
     const int64_t d = p_.head_dim;
-    int64_t v = 0;
-    for (; v + kMaxVectors <= vectors; v += kMaxVectors) {
-      attention_blocks::score_keys<R, kMaxVectors>(q, d, kt + v * kWideLanes, key_rows_, st + v * kWideLanes, lds);
+    for_each_key_block<kMaxVectors>(vectors, [&]<int NK>(int64_t c) {
+      attention_blocks::score_keys<R, NK>(q, d, kt + c, key_rows_, st + c, lds);
+    });
+  }
+
+  // score_keys from the bf16 pairs.
+  template <int R>
+  void score_pairs(const uint32_t* q, const uint32_t* kt, int64_t vectors, float* st, int64_t lds) {
+#if defined(__AVX512BF16__)
+    const int64_t words = p_.head_dim / 2;
+    for_each_key_block<4>(vectors, [&]<int NK>(int64_t c) {
+      attention_blocks::score_keys_bf16<R, NK>(q, words, kt + c, key_rows_, st + c, lds);
+    });
+#else
+    (void)q, (void)kt, (void)vectors, (void)st, (void)lds;
+#endif
+  }
+
+  // The values of attend_rows from the bf16 pairs: the R rows' probabilities (st, zero past bc up to
+  // whole vectors) rounded into p2_, then multiplied into their outputs a key pair at a time.
+  template <int R>
+  void value_pairs(int64_t hh, int64_t r0, int64_t bc, const float* alpha) {
+#if defined(__AVX512BF16__)
+    constexpr int64_t kStep = attention_blocks::kValueChunks * kWideLanes;
+    const int64_t d = p_.head_dim;
+    const int64_t ldp = key_rows_ / 2;
+    const int64_t bc_pad = ceil_div(bc, kLanes) * kLanes;
+    for (int r = 0; r < R; ++r) attention_blocks::round_to_bf16(st_ + r * key_rows_, bc_pad, p2_ + r * ldp);
+    const int64_t pairs = ceil_div(bc, 2);
+    const uint32_t* values = v2(hh);
+    float* o = ot(hh) + r0 * d;
+    int64_t i = 0;
+    for (; i + kStep <= d; i += kStep) {
+      attention_blocks::value_rows_bf16<R, attention_blocks::kValueChunks>(p2_, ldp, values + i, ld_packed_, pairs,
+                                                                           alpha, o + i, d);
     }
-    const int64_t c = v * kWideLanes;
-    switch (vectors - v) {
-      case 3: return attention_blocks::score_keys<R, 3>(q, d, kt + c, key_rows_, st + c, lds);
-      case 2: return attention_blocks::score_keys<R, 2>(q, d, kt + c, key_rows_, st + c, lds);
-      case 1: return attention_blocks::score_keys<R, 1>(q, d, kt + c, key_rows_, st + c, lds);
-      default: return;
+    for (; i < d; i += kWideLanes) {
+      attention_blocks::value_rows_bf16<R, 1>(p2_, ldp, values + i, ld_packed_, pairs, alpha, o + i, d);
     }
+#else
+    (void)hh, (void)r0, (void)bc, (void)alpha;
+#endif
   }
 
   // Row-major scores st [R, lds] of rows r0 + r: -inf for keys past bc (the padding of the last
@@ -570,6 +679,7 @@ class TileWorker {
   int64_t row_vectors_ = 0;
   int64_t row_pad_ = 0;
   bool row_major_ = false;      // few rows: row blocks, qt and ot row-major [rows, d]
+  bool bf16_pairs_ = false;     // row blocks on a bf16 cache multiply bf16 pairs (kBf16Pairs)
   bool values_packed_ = false;  // v_tile_ holds the current key tile's values
   int64_t state_stride_ = 0;  // floats of qt / ot per kv head
   int64_t row_stride_ = 0;    // floats of max_run / sum_run per kv head
@@ -585,6 +695,12 @@ class TileWorker {
   float* v_tile_ = nullptr;   // [heads, key_tile, ld_packed] values of the current tile
   float* kt_tile_ = nullptr;  // row blocks: [heads, d, key_rows] keys of the current tile transposed
   float* key_block_ = nullptr;  // row blocks: [heads, kWideLanes, d] keys on their way to kt_tile_
+  // bf16 pairs, two elements a word:
+  uint32_t* q2_ = nullptr;          // [heads, row_pad, d / 2] scaled queries
+  uint32_t* kt2_ = nullptr;         // [heads, d / 2, key_rows] keys on their side
+  uint32_t* v2_ = nullptr;          // [heads, key_rows / 2, ld_packed] values of key pairs
+  uint32_t* p2_ = nullptr;          // [kRowBlockRows, key_rows / 2] probabilities of key pairs
+  uint32_t* key_block2_ = nullptr;  // [heads, kWideLanes, d / 2] a last partial block of keys
 };
 
 // The tiling, plus what only the kernel needs: kv heads per task and the number of key splits.
@@ -704,6 +820,11 @@ void attention_forward(const float* q, int64_t nq, KvRows k, KvRows v, int64_t n
 
 bool attention_shares_key_tiles(int64_t nq, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim) {
   return nq * (n_heads / n_kv_heads) <= kMaxDecodeRows && head_dim % kWideLanes == 0;
+}
+
+bool attention_rounds_to_bf16(int64_t nq, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, KvDType dtype) {
+  return attention_blocks::kBf16Pairs && dtype == KvDType::kBF16 && head_dim % 32 == 0 &&
+         attention_shares_key_tiles(nq, n_heads, n_kv_heads, head_dim);
 }
 
 void attention_forward_shared_keys(const float* q, int64_t queries, int64_t nq, KvRows k, KvRows v, int64_t nk,

@@ -9,11 +9,16 @@
 // (Hq / Hkv of them), rows stay row-major and a key tile, transposed once, serves them all: scores
 // take keys along the lanes (a broadcast query element times a vector of keys), values head_dim.
 // Many decoding sequences on one context share each transposed tile, so the kernel then runs as a
-// small matrix product, yet each row's arithmetic is the one it has alone.
+// small matrix product, yet each row's arithmetic is the one it has alone. On a bf16 cache with
+// AVX512-BF16 the row blocks multiply bf16 pairs instead (kBf16Pairs, at the end).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
+
+#if defined(__AVX512BF16__)
+#include <immintrin.h>
+#endif
 
 #include "simd.h"
 
@@ -188,5 +193,85 @@ inline void value_rows(const float* p, int64_t ldp, const float* v, int64_t ldv,
     for (int j = 0; j < NC; ++j) store_wide(o + r * ldo + j * kWideLanes, acc[r][j]);
   }
 }
+
+// Decoding on a bf16 cache where the CPU multiplies bf16 pairs (AVX512-BF16's vdpbf16ps: two
+// products a lane, each exact in float32, added into a float32 accumulator): the row blocks then
+// take the keys and values as stored, and round the scaled queries and the probabilities to bf16,
+// as FlashAttention's products do on a GPU; every sum stays float32. This halves the instructions
+// of both products and the bytes of the packed tiles, against the float32 blocks above.
+#if defined(__AVX512BF16__)
+inline constexpr bool kBf16Pairs = true;
+
+// Scores of R rows against NK * 16 keys from bf16 pairs, keys along the lanes:
+//   s[r, c] = sum_p (q2[r * d2 + p] . kt2[p * ldk + c])      p < d2 = d / 2
+// where each 32-bit word holds elements 2p and 2p + 1 (q2: a row's rounded queries; kt2: the keys
+// turned on their side a word at a time, transpose_keys on the stored rows). One chain over p in
+// order per score, as score_keys.
+template <int R, int NK>
+inline void score_keys_bf16(const uint32_t* q2, int64_t d2, const uint32_t* kt2, int64_t ldk, float* s,
+                            int64_t lds) {
+  __m512 acc[R][NK];
+  for (int r = 0; r < R; ++r) {
+    for (int j = 0; j < NK; ++j) acc[r][j] = _mm512_setzero_ps();
+  }
+  for (int64_t p = 0; p < d2; ++p) {
+    __m512bh keys[NK];
+#pragma GCC unroll 4
+    for (int j = 0; j < NK; ++j) keys[j] = (__m512bh)_mm512_loadu_si512(kt2 + p * ldk + j * 16);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512bh query = (__m512bh)_mm512_set1_epi32(static_cast<int>(q2[r * d2 + p]));
+#pragma GCC unroll 4
+      for (int j = 0; j < NK; ++j) acc[r][j] = _mm512_dpbf16_ps(acc[r][j], query, keys[j]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int j = 0; j < NK; ++j) _mm512_storeu_ps(s + r * lds + j * 16, acc[r][j]);
+  }
+}
+
+// value_rows from bf16 pairs: o[r, i] = alpha[r] * o[r, i] + sum_c (p2[r * ldp + c] . v2[c * ldv + i])
+// over c < pairs, where p2's word c holds the probabilities of keys 2c and 2c + 1 and v2's word
+// (c, i) the values of element i of the same two keys (interleave_value_pairs).
+template <int R, int NC>
+inline void value_rows_bf16(const uint32_t* p2, int64_t ldp, const uint32_t* v2, int64_t ldv, int64_t pairs,
+                            const float* alpha, float* o, int64_t ldo) {
+  __m512 acc[R][NC];
+  for (int r = 0; r < R; ++r) {
+    for (int j = 0; j < NC; ++j) {
+      acc[r][j] = _mm512_mul_ps(_mm512_loadu_ps(o + r * ldo + j * 16), _mm512_set1_ps(alpha[r]));
+    }
+  }
+  for (int64_t c = 0; c < pairs; ++c) {
+    __m512bh values[NC];
+#pragma GCC unroll 4
+    for (int j = 0; j < NC; ++j) values[j] = (__m512bh)_mm512_loadu_si512(v2 + c * ldv + j * 16);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512bh prob = (__m512bh)_mm512_set1_epi32(static_cast<int>(p2[r * ldp + c]));
+#pragma GCC unroll 4
+      for (int j = 0; j < NC; ++j) acc[r][j] = _mm512_dpbf16_ps(acc[r][j], prob, values[j]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int j = 0; j < NC; ++j) _mm512_storeu_ps(o + r * ldo + j * 16, acc[r][j]);
+  }
+}
+
+// transpose_keys for 32-bit words: keys as stored, a bf16 pair a word.
+void transpose_keys(const uint32_t* k, int64_t ldk, int64_t n, int64_t d, uint32_t* kt, int64_t ldt);
+
+// dst[0:n) = src[0:n) rounded to bf16 (nearest even), n a multiple of 8: a row of queries or
+// probabilities as the bf16 pairs the products above read.
+void round_to_bf16(const float* src, int64_t n, uint32_t* dst);
+
+// v2[h * head_stride + c * ldv + i] = (element i of head h of key 2c, the same of key 2c + 1) for
+// the bf16 rows of `keys` keys at v (row stride ldv_src elements, `heads` heads of d elements side
+// by side), i < d (a multiple of 32); with an odd count the last pair's second key is zero.
+void interleave_value_pairs(const uint16_t* v, int64_t ldv_src, int64_t keys, int64_t d, int64_t heads,
+                            uint32_t* v2, int64_t ldv, int64_t head_stride);
+#else
+inline constexpr bool kBf16Pairs = false;
+#endif
 
 }  // namespace star::cpu::attention_blocks

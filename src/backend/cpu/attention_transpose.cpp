@@ -83,4 +83,11 @@ void transpose_keys(const float* k, int64_t ldk, int64_t n, int64_t d, float* kt
   }
 }
 
+#if defined(__AVX512BF16__)
+// The shuffles move 32-bit lanes whole, so bf16 pairs pass through them as they are.
+void transpose_keys(const uint32_t* k, int64_t ldk, int64_t n, int64_t d, uint32_t* kt, int64_t ldt) {
+  transpose_keys(reinterpret_cast<const float*>(k), ldk, n, d, reinterpret_cast<float*>(kt), ldt);
+}
+#endif
+
 }  // namespace star::cpu::attention_blocks

@@ -38,7 +38,8 @@ AttentionTiling attention_tiling(int64_t nq, int64_t nk, int64_t n_heads, int64_
 
 // q [nq, Hq, d], k and v [nk, Hkv, d] (GQA: query head h uses kv head h / (Hq/Hkv)) stored as one
 // KvDType (f32, bf16, or q8_0 with d a multiple of 32), read as stored: each key tile is decoded
-// into the task's float32 tile, so the result is that of float32 K and V equal to decode_kv's.
+// into the task's float32 tile, so the result is that of float32 K and V equal to decode_kv's
+// (except where attention_rounds_to_bf16).
 // out [nq, Hq, d], lse [nq, Hq] natural-log log-sum-exp of the scaled scores (scale * q.k).
 // A query row that sees no key gets out = 0 and lse = -inf (so nk == 0 is allowed).
 // Requires Hq % Hkv == 0; out and lse must not overlap the inputs.
@@ -66,6 +67,15 @@ void attention_forward_shared_keys(const float* q, int64_t queries, int64_t nq, 
 // group <= 4 with AVX, <= 2 without; head_dim a multiple of the row blocks' vector, 16 floats with
 // AVX-512); otherwise it runs one attention_forward a query.
 bool attention_shares_key_tiles(int64_t nq, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim);
+
+// Whether a query of nq tokens on a cache of `dtype` takes the bf16 pair products: built for a CPU
+// with AVX512-BF16, a bf16 cache, a query whose rows fit one row block (as
+// attention_shares_key_tiles) and head_dim a multiple of 32. Its scores and values then multiply
+// bf16 pairs (vdpbf16ps) into float32 sums, with the scaled queries (q * scale * log2 e) and the
+// softmax probabilities rounded to bf16 (nearest even), as FlashAttention's products on a GPU; the
+// running max, the sums and lse stay float32. Otherwise the result is the float32 kernel's on the
+// stored values, bit for bit.
+bool attention_rounds_to_bf16(int64_t nq, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, KvDType dtype);
 
 // Float32 K and V.
 inline void attention_forward(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
