@@ -45,6 +45,8 @@ std::vector<Case> cases() {
       {"decode_window", 1, 777, 4, 1, 64, causal(776, 4, 128)},
       {"decode_group_of_3", 1, 200, 6, 2, 128, {}},
       {"decode_d32", 1, 300, 4, 4, 32, causal(299)},
+      {"decode_d96", 1, 301, 8, 2, 96, causal(300)},
+      {"decode_d256_group_of_3", 1, 150, 6, 2, 256, {}},
       {"empty_keys", 3, 0, 4, 2, 64, causal(0)},
   };
 }

@@ -42,6 +42,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // `vectors` of them: kMax at a time, then what remains (fewer than 4) as one block.
 template <int kMax, typename Fn>
 void for_each_key_block(int64_t vectors, Fn&& fn) {
+  static_assert(kMax >= 1 && kMax <= 4, "the remainder's blocks go up to 3");
   int64_t v = 0;
   for (; v + kMax <= vectors; v += kMax) fn.template operator()<kMax>(v * kWideLanes);
   switch (vectors - v) {
@@ -323,6 +324,11 @@ class TileWorker {
     const auto* v = reinterpret_cast<const uint16_t*>(p_.v.data) + j0 * ldkv + h_begin_ * d;
     for (int64_t c0 = 0; keys && c0 < bc; c0 += kWideLanes) {
       const int64_t n = std::min<int64_t>(kWideLanes, bc - c0);
+      // The next block's rows (the tile's rows lie one after another), asked for while this one is
+      // turned: a hint, so past the cache's end it reads nothing.
+      const char* next = reinterpret_cast<const char*>(k + (c0 + kWideLanes) * ldkv);
+      const int64_t block_bytes = kWideLanes * ldkv * int64_t{sizeof(uint16_t)};
+      for (int64_t line = 0; line < block_bytes; line += 64) _mm_prefetch(next + line, _MM_HINT_T0);
       for (int64_t hh = 0; hh < heads_; ++hh) {
         const uint16_t* rows = k + c0 * ldkv + hh * d;
         if (n == kWideLanes) {

@@ -6,6 +6,12 @@
 #if defined(__AVX512BF16__)
 
 namespace star::cpu::attention_blocks {
+namespace {
+
+// How far ahead of the rows it reads interleave_value_pairs asks for the cache's lines.
+constexpr int64_t kPairPrefetchBytes = 4096;
+
+}  // namespace
 
 void round_to_bf16(const float* src, int64_t n, uint32_t* dst) {
   auto* out = reinterpret_cast<char*>(dst);
@@ -33,9 +39,12 @@ void interleave_value_pairs(const uint16_t* v, int64_t ldv_src, int64_t keys, in
   const __m512i pick_high = _mm512_load_si512(high);
   // Key pair by key pair, every head of the pair's two rows before the next pair: the cache rows
   // are read front to back, as the float32 tiles read them.
+  const int64_t pair_bytes = 2 * ldv_src * int64_t{sizeof(uint16_t)};
   for (int64_t c = 0; 2 * c < keys; ++c) {
     const uint16_t* first = v + 2 * c * ldv_src;
     const bool second = 2 * c + 1 < keys;
+    const char* ahead = reinterpret_cast<const char*>(first) + kPairPrefetchBytes;
+    for (int64_t line = 0; line < pair_bytes; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
     for (int64_t h = 0; h < heads; ++h) {
       uint32_t* dst = v2 + h * head_stride + c * ldv;
       for (int64_t i = 0; i < d; i += 32) {

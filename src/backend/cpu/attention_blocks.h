@@ -197,8 +197,9 @@ inline void value_rows(const float* p, int64_t ldp, const float* v, int64_t ldv,
 // Decoding on a bf16 cache where the CPU multiplies bf16 pairs (AVX512-BF16's vdpbf16ps: two
 // products a lane, each exact in float32, added into a float32 accumulator): the row blocks then
 // take the keys and values as stored, and round the scaled queries and the probabilities to bf16,
-// as FlashAttention's products do on a GPU; every sum stays float32. This halves the instructions
-// of both products and the bytes of the packed tiles, against the float32 blocks above.
+// as FlashAttention's products do on a GPU; every sum stays float32 (vdpbf16ps flushes denormals
+// to zero: a probability below 2^-126 counts as 0). This halves the instructions of both products
+// and the bytes of the packed tiles, against the float32 blocks above.
 #if defined(__AVX512BF16__)
 inline constexpr bool kBf16Pairs = true;
 

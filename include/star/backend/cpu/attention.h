@@ -69,8 +69,8 @@ void attention_forward_shared_keys(const float* q, int64_t queries, int64_t nq, 
 bool attention_shares_key_tiles(int64_t nq, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim);
 
 // Whether a query of nq tokens on a cache of `dtype` takes the bf16 pair products: built for a CPU
-// with AVX512-BF16, a bf16 cache, a query whose rows fit one row block (as
-// attention_shares_key_tiles) and head_dim a multiple of 32. Its scores and values then multiply
+// with AVX512-BF16, a bf16 cache, a query of the few rows attention_shares_key_tiles takes (a
+// decoding token; nq * Hq / Hkv <= 4) and head_dim a multiple of 32. Its scores and values then multiply
 // bf16 pairs (vdpbf16ps) into float32 sums, with the scaled queries (q * scale * log2 e) and the
 // softmax probabilities rounded to bf16 (nearest even), as FlashAttention's products on a GPU; the
 // running max, the sums and lse stay float32. Otherwise the result is the float32 kernel's on the
