@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
 
 #include "star/backend/cpu/attention.h"
+#include "star/model/dtype.h"
 
 namespace star::testing {
 
@@ -77,28 +77,26 @@ inline AttentionResult reference_attention(const std::vector<float>& q, int64_t 
   return r;
 }
 
-// x rounded to bf16, nearest even (finite x).
-inline float round_to_bf16(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, 4);
-  bits = (bits + 0x7fff + ((bits >> 16) & 1)) & 0xffff0000u;
-  std::memcpy(&x, &bits, 4);
-  return x;
+// The queries a call that attention_rounds_to_bf16 multiplies: q times scale * log2 e in float32,
+// rounded to bf16, to be used with kBf16PairsScale (ln 2), which takes the kernel's base-2 scores
+// back to natural ones.
+inline constexpr float kBf16PairsScale = 0.693147180559945309f;
+inline std::vector<float> bf16_pair_queries(const std::vector<float>& q, float scale) {
+  const float log2_scale = scale * 1.44269504088896341f;
+  std::vector<float> rounded(q.size());
+  for (size_t i = 0; i < q.size(); ++i) rounded[i] = bf16_to_f32(f32_to_bf16(q[i] * log2_scale));
+  return rounded;
 }
 
-// The reference for a call that attention_rounds_to_bf16: the queries the kernel multiplies (q times
-// scale * log2 e in float32, rounded to bf16) with the scale ln 2 that takes base-2 scores back to
-// natural ones. The kernel's probabilities are rounded to bf16 as well (each within 2^-9 of itself),
-// so an output may differ from this one by up to 2^-9 of the largest |v| its row sees
-// (bf16_pairs_slack).
+// The reference for a call that attention_rounds_to_bf16: its rounded queries, as above. The
+// kernel's probabilities are rounded to bf16 as well (each within 2^-9 of itself), so an output may
+// differ from this one by up to 2^-9 of the largest |v| its row sees (bf16_pairs_slack).
 inline AttentionResult reference_attention_bf16_pairs(const std::vector<float>& q, int64_t nq,
                                                       const std::vector<float>& k, const std::vector<float>& v,
                                                       int64_t nk, int64_t n_heads, int64_t n_kv_heads, int64_t d,
                                                       float scale, const AttentionMask& mask) {
-  const float log2_scale = scale * 1.44269504088896341f;
-  std::vector<float> rounded(q.size());
-  for (size_t i = 0; i < q.size(); ++i) rounded[i] = round_to_bf16(q[i] * log2_scale);
-  return reference_attention(rounded, nq, k, v, nk, n_heads, n_kv_heads, d, 0.693147180559945309f, mask);
+  return reference_attention(bf16_pair_queries(q, scale), nq, k, v, nk, n_heads, n_kv_heads, d, kBf16PairsScale,
+                             mask);
 }
 
 // Twice the bound above for the largest |v| anywhere; float32 rounding comes on top.

@@ -172,12 +172,9 @@ TEST(SkipSoftmaxBf16Cache, DecodeFollowsTheRuleOnTheStoredValues) {
     decode_kv(KvDType::kBF16, v_stored.data(), static_cast<int64_t>(v_read.size()), v_read.data());
 
     const bool pairs = cpu::attention_rounds_to_bf16(c.nq, c.n_heads, c.n_kv_heads, c.head_dim, KvDType::kBF16);
-    std::vector<float> q = in.q;
-    float scale = kScale;
-    if (pairs) {  // the queries the kernel multiplies, and the scale that takes base 2 back to e
-      for (float& x : q) x = testing::round_to_bf16(x * (kScale * 1.44269504088896341f));
-      scale = 0.693147180559945309f;
-    }
+    // With the pairs, the queries the kernel multiplies and the scale that takes base 2 back to e.
+    const std::vector<float> q = pairs ? testing::bf16_pair_queries(in.q, kScale) : in.q;
+    const float scale = pairs ? testing::kBf16PairsScale : kScale;
     const cpu::AttentionTiling tiling =
         cpu::attention_tiling(c.nq, c.nk, c.n_heads, c.n_kv_heads, c.head_dim, omp_get_max_threads());
     const testing::SkipSoftmaxReference ref = testing::skip_softmax_reference(
