@@ -10,11 +10,12 @@
 namespace star {
 namespace {
 
-// The largest logit, ties to the lowest id; NaN skipped (-inf counts; id 0 if every logit is
-// NaN). Greedy decoding calls it once per row and step over the whole vocabulary, so it runs in
-// vectors: each lane keeps its largest value and the first id that reached it (x > m is false for
-// a NaN x and for -inf over -inf), then the lanes, the tail and the rare row of no finite value.
-int32_t argmax(std::span<const float> logits) {
+// The first largest logit that is not NaN, ties to the lowest id (-inf counts; -1 if every logit
+// is NaN). Greedy decoding calls it once per row and step over the whole vocabulary (or a rank's
+// slice of it), so it runs in vectors: each lane keeps its largest value and the first id that
+// reached it (x > m is false for a NaN x and for -inf over -inf), then the lanes, the tail and the
+// rare row of no finite value.
+int64_t first_largest(std::span<const float> logits) {
   constexpr int kLanes = 16;
   using Lanes = float __attribute__((vector_size(kLanes * sizeof(float))));
   using Ids = int32_t __attribute__((vector_size(kLanes * sizeof(int32_t))));
@@ -40,12 +41,15 @@ int32_t argmax(std::span<const float> logits) {
   for (; i < n; ++i) {
     if (best < 0 ? x[i] > -std::numeric_limits<float>::infinity() : x[i] > x[best]) best = i;
   }
-  if (best >= 0) return static_cast<int32_t>(best);
+  if (best >= 0) return best;
   for (int64_t k = 0; k < n; ++k) {
-    if (!std::isnan(x[k])) return static_cast<int32_t>(k);
+    if (!std::isnan(x[k])) return k;
   }
-  return 0;
+  return -1;
 }
+
+// Id 0 when every logit is NaN.
+int32_t argmax(std::span<const float> logits) { return static_cast<int32_t>(std::max<int64_t>(first_largest(logits), 0)); }
 
 // The sampler's total order on candidates: larger scaled logit first, ties to the lower id.
 template <typename Candidate>
@@ -115,6 +119,21 @@ Status validate_sampling(const SamplingParams& params) {
     return invalid_argument("sampling: top_p must be in (0, 1], got " + std::to_string(params.top_p));
   }
   return ok_status();
+}
+
+GreedyCandidate greedy_candidate(std::span<const float> logits, int32_t first_id) {
+  const int64_t at = first_largest(logits);
+  if (at < 0) return {};
+  return {logits[static_cast<size_t>(at)], first_id + static_cast<int32_t>(at)};
+}
+
+int32_t greedy_token(std::span<const GreedyCandidate> slices) {
+  const GreedyCandidate* best = nullptr;
+  for (const GreedyCandidate& c : slices) {
+    // A later slice's ids are larger: it wins only with a strictly larger logit.
+    if (c.id >= 0 && (best == nullptr || c.logit > best->logit)) best = &c;
+  }
+  return best == nullptr ? 0 : best->id;
 }
 
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {

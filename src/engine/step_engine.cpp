@@ -262,11 +262,17 @@ class StepEngine::Impl {
       s.first_rows = false;
       if (!root()) continue;
 
-      const float* first = forward.logits.data() + forward.logit_first[i] * vocab;
-      const int64_t count = forward.logit_count[i];
       SequenceEvent token = event(s.spec.id, Kind::kToken);
-      if (query_logits) token.stats.query_logits.assign(first, first + count * vocab);
-      token.token = s.sampler->sample(std::span<const float>(first + (count - 1) * vocab, static_cast<size_t>(vocab)));
+      if (forward.greedy_tokens.empty()) {
+        const float* first = forward.logits.data() + forward.logit_first[i] * vocab;
+        const int64_t count = forward.logit_count[i];
+        if (query_logits) token.stats.query_logits.assign(first, first + count * vocab);
+        token.token =
+            s.sampler->sample(std::span<const float>(first + (count - 1) * vocab, static_cast<size_t>(vocab)));
+      } else {
+        // Greedy sampling draws nothing from the generator: the sampler has no state to keep.
+        token.token = forward.greedy_tokens[i];
+      }
       token.is_stop = s.is_stop(token.token);
       events.push_back(token);
       if (s.ends_with(token.token, s.generated + 1)) {

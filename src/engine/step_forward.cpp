@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <numeric>
+#include <span>
+
+#include "star/engine/sampler.h"
 
 namespace star {
 namespace {
@@ -29,6 +32,39 @@ Result<std::vector<float>> gather_vocab_slices(Communicator& comm, const std::ve
     }
   }
   return whole;
+}
+
+// Greedy rows need only their largest logit: each rank sends one candidate a row from its slice
+// (greedy_candidate), 8 bytes instead of the slice's vocab / ranks floats, and the sampling rank
+// (`keep`) picks each row's token among them; otherwise empty.
+Result<std::vector<int32_t>> gather_greedy_tokens(Communicator& comm, const std::vector<float>& slice, int64_t rows,
+                                                  int64_t vocab, bool keep) {
+  const int ranks = comm.size();
+  const VocabSlice own = vocab_slice_of_rank(vocab, comm.rank(), ranks);
+  std::vector<GreedyCandidate> send(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    send[static_cast<size_t>(r)] = greedy_candidate(
+        std::span<const float>(slice.data() + r * own.count, static_cast<size_t>(own.count)),
+        static_cast<int32_t>(own.first));
+  }
+  std::vector<GreedyCandidate> parts(send.size() * static_cast<size_t>(ranks));
+  if (Status s = comm.all_gather(send.data(), send.size() * sizeof(GreedyCandidate), parts.data()); !s.ok()) return s;
+  std::vector<int32_t> tokens;
+  if (!keep) return tokens;
+  std::vector<GreedyCandidate> row(static_cast<size_t>(ranks));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int p = 0; p < ranks; ++p) row[static_cast<size_t>(p)] = parts[static_cast<size_t>(p * rows + r)];
+    tokens.push_back(greedy_token(row));
+  }
+  return tokens;
+}
+
+// Whether every decoding sequence's one logit row this step is sampled greedily (no query logits).
+bool greedy_rows_only(const std::vector<StepSequence*>& decoding, const std::vector<int64_t>& logit_count) {
+  for (size_t i = 0; i < decoding.size(); ++i) {
+    if (decoding[i]->spec.generation.sampling.temperature != 0.f || logit_count[i] != 1) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -148,6 +184,13 @@ Result<StepForward> run_step_forward(EngineModel& model, Communicator& comm, con
   if (!logits.ok()) return logits.status();
   if (comm.size() == 1) {
     out.logits = std::move(*logits);
+    return out;
+  }
+  if (greedy_rows_only(decoding, out.logit_count)) {
+    Result<std::vector<int32_t>> tokens =
+        gather_greedy_tokens(comm, *logits, static_cast<int64_t>(logit_rows.size()), vocab, keep_logits);
+    if (!tokens.ok()) return tokens.status();
+    out.greedy_tokens = std::move(*tokens);
     return out;
   }
   Result<std::vector<float>> whole =

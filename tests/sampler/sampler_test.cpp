@@ -10,7 +10,10 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <span>
 #include <string>
+
+#include "star/model/vocab_slice.h"
 
 namespace star {
 namespace {
@@ -125,6 +128,57 @@ TEST(Sampler, GreedyOnLongRowsIsTheFirstLargestNotNaN) {
       std::fill(logits.begin(), logits.end(), 0.f);
       logits[n / 2] = -0.f;
       EXPECT_EQ(greedy.sample(logits), 0) << "-0 and +0 are equal: the first wins";
+    }
+  }
+}
+
+// The ranks' vocabulary slices (vocab_slice_of_rank) each send one candidate a row; the token picked
+// among them must be the whole row's greedy token whatever the split: a maximum tied across a slice
+// edge, NaN and -inf anywhere, slices of nothing but NaN, empty slices, -0 against +0.
+TEST(Sampler, GreedyOverSlicesEqualsGreedyOverTheRow) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  Sampler greedy(SamplingParams{});
+  const auto over_slices = [](const std::vector<float>& logits, int ranks) {
+    const auto vocab = static_cast<int64_t>(logits.size());
+    std::vector<GreedyCandidate> candidates;
+    for (int rank = 0; rank < ranks; ++rank) {
+      const VocabSlice slice = vocab_slice_of_rank(vocab, rank, ranks);
+      candidates.push_back(greedy_candidate(
+          std::span<const float>(logits.data() + slice.first, static_cast<size_t>(slice.count)),
+          static_cast<int32_t>(slice.first)));
+    }
+    return greedy_token(candidates);
+  };
+  for (size_t n : {1u, 2u, 17u, 1000u, 32771u}) {
+    for (int ranks : {1, 2, 3, 4, 7}) {
+      for (uint32_t seed = 0; seed < 6; ++seed) {
+        SCOPED_TRACE("n " + std::to_string(n) + " ranks " + std::to_string(ranks) + " seed " + std::to_string(seed));
+        std::vector<float> logits = random_logits(n, seed);
+        std::mt19937 rng(seed);
+        std::uniform_int_distribution<size_t> at(0, n - 1);
+        for (int i = 0; i < 5; ++i) logits[at(rng)] = nan;
+        EXPECT_EQ(over_slices(logits, ranks), greedy.sample(logits));
+        // The same maximum at the end of one slice and the start of the next: the first wins.
+        const auto edge = static_cast<size_t>(vocab_slice_of_rank(static_cast<int64_t>(n), 1, ranks).first);
+        if (edge > 0 && edge < n) {
+          logits[edge - 1] = 60.f;
+          logits[edge] = 60.f;
+          EXPECT_EQ(over_slices(logits, ranks), greedy.sample(logits));
+          EXPECT_EQ(greedy.sample(logits), static_cast<int32_t>(edge - 1));
+          logits[edge - 1] = nan;  // a NaN there hands it to the next slice
+          EXPECT_EQ(over_slices(logits, ranks), static_cast<int32_t>(edge));
+        }
+        // A first slice of nothing but NaN, the rest -inf.
+        std::fill(logits.begin(), logits.end(), -inf);
+        std::fill(logits.begin(), logits.begin() + static_cast<int64_t>(std::min(n, edge == 0 ? 1 : edge)), nan);
+        EXPECT_EQ(over_slices(logits, ranks), greedy.sample(logits));
+        std::fill(logits.begin(), logits.end(), nan);
+        EXPECT_EQ(over_slices(logits, ranks), 0);
+        std::fill(logits.begin(), logits.end(), -0.f);
+        logits[n - 1] = 0.f;
+        EXPECT_EQ(over_slices(logits, ranks), 0) << "-0 and +0 are equal: the first wins";
+      }
     }
   }
 }

@@ -21,6 +21,19 @@ struct SamplingParams {
 // Ok, or InvalidArgument naming the field and its allowed range.
 Status validate_sampling(const SamplingParams& params);
 
+// Greedy decoding over a row split into slices (the ranks' vocabulary slices), so that only one
+// candidate a slice travels instead of the slice's logits. A slice's candidate is its first largest
+// logit that is not NaN (-inf counts), or id -1 when every logit there is NaN.
+struct GreedyCandidate {
+  float logit = 0.f;
+  int32_t id = -1;  // in the whole row: the slice's first id plus the offset in the slice
+};
+GreedyCandidate greedy_candidate(std::span<const float> logits, int32_t first_id);
+// The row's greedy token from its slices' candidates, the slices in id order: the largest logit,
+// ties to the lower id, 0 when every candidate is -1. Exactly Sampler::sample's greedy pick on the
+// whole row.
+int32_t greedy_token(std::span<const GreedyCandidate> slices);
+
 // Picks tokens for one sequence. Greedy (temperature 0) takes the largest logit, ties to the lowest
 // id. Otherwise: logits / temperature, keep the top_k largest, softmax, keep the smallest prefix
 // (by probability descending, ties by id ascending) whose mass reaches top_p, renormalise, and draw.
