@@ -237,6 +237,8 @@ Result<std::unique_ptr<BatchedQueryAttention>> CpuEngineModel::batched_query(Com
     bound[i].window = slot.window;
     bound[i].skip_softmax_scale_factor = slot.skip_softmax_scale_factor;
     bound[i].rows = slot.rows;
+    bound[i].own_host = slot.own_host;
+    bound[i].query_host = slot.query_host;
   }
   return std::unique_ptr<BatchedQueryAttention>(
       std::make_unique<CpuBatchedQuery>(shape, comm, std::move(bound), std::move(rocket_contexts)));

@@ -9,6 +9,13 @@
 
 namespace star {
 
+bool own_tokens_movable(const BlockPlan& plan, const AttentionConfig& attention) {
+  const std::string& sparse = attention.sparse.algorithm;
+  const bool plain = !plan.window.bounded() && (sparse.empty() || sparse == "none");
+  const auto host = static_cast<size_t>(plan.query_host);
+  return plain && host < plan.ranks.size() && plan.ranks[host].shard.size() > 0;
+}
+
 namespace {
 
 using Clock = StepSequence::Clock;

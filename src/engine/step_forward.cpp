@@ -89,14 +89,15 @@ std::vector<double> own_attention_loads(const std::vector<StepSequence*>& decodi
   std::vector<double> load(static_cast<size_t>(std::max(ranks, 0)), 0.0);
   for (const StepSequence* s : decoding) {
     const ShardLayout& layout = s->context.layout;
-    if (layout.query_host < 0 || layout.query_host >= ranks) continue;
+    const int host = s->own_host();
+    if (host < 0 || host >= ranks) continue;
     double keys = 0;
     for (int64_t i = 0; i < static_cast<int64_t>(s->pending.size()); ++i) {
       const int64_t own = s->next_position + i + 1 - layout.query_position_start;
       keys += static_cast<double>(layout.window.bounded() ? std::min(own, layout.window.sink + layout.window.window)
                                                            : own);
     }
-    load[static_cast<size_t>(layout.query_host)] += keys / static_cast<double>(std::max<int64_t>(keys_per_token, 1));
+    load[static_cast<size_t>(host)] += keys / static_cast<double>(std::max<int64_t>(keys_per_token, 1));
   }
   return load;
 }
@@ -123,11 +124,15 @@ Result<StepForward> run_step_forward(EngineModel& model, Communicator& comm, con
       tokens.insert(tokens.end(), s->pending.begin(), s->pending.end());
       for (int64_t i = 0; i < rows; ++i) positions.push_back(static_cast<int32_t>(s->next_position + i));
       const SkipSoftmaxConfig& skip = s->context.layout.skip_softmax;
+      const int query_host = s->context.layout.query_host;
+      const bool own_moved = s->own_host() != query_host;
       slots.push_back({.context = s->context.shard,
                        .own = s->own.get(),
                        .window = s->context.layout.window,
                        .skip_softmax_scale_factor = s->first_rows ? skip.prefill_scale_factor : skip.decode_scale_factor,
-                       .rows = rows});
+                       .rows = rows,
+                       .own_host = own_moved ? s->own_host() : -1,
+                       .query_host = own_moved ? query_host : -1});
       phase2_rows += rows;
       const bool all_rows = s->first_rows && s->spec.generation.return_query_logits;
       const int64_t count = all_rows ? rows : 1;

@@ -50,11 +50,18 @@ Result<std::vector<T>> gather_one(Communicator& comm, T value) {
   return all;
 }
 
-// Phase 2 from the context in sequence.context: the own-token cache on the query host and the
+// Phase 2 from the context in sequence.context: the own-token cache on its rank (own_host) and the
 // query as the first rows.
 Status start_decoding(EngineModel& model, Communicator& comm, StepSequence& sequence) {
   const SequenceSpec& spec = sequence.spec;
-  if (comm.rank() == sequence.context.layout.query_host) {
+  const ShardLayout& layout = sequence.context.layout;
+  if (spec.own_host >= 0 && spec.own_host != layout.query_host &&
+      (layout.window.bounded() || layout.skip_softmax.prefill_scale_factor > 0 ||
+       layout.skip_softmax.decode_scale_factor > 0)) {
+    return invalid_argument("own_host: " + std::to_string(spec.own_host) +
+                            " is not the query host, which a bounded window or Skip Softmax needs");
+  }
+  if (comm.rank() == sequence.own_host()) {
     Result<std::unique_ptr<KvShard>> own =
         model.new_shard(static_cast<int64_t>(spec.query_ids.size()) + spec.generation.max_tokens);
     if (!own.ok()) return own.status();
@@ -87,6 +94,10 @@ Result<std::unique_ptr<StepSequence>> admit_sequence(const AdmissionContext& eng
   auto sequence = std::make_unique<StepSequence>();
   sequence->spec = spec;
   sequence->admitted_at = StepSequence::Clock::now();
+  if (spec.own_host >= engine.comm.size() || (spec.own_host >= 0 && spec.attention.sparse.algorithm == "rocket")) {
+    return invalid_argument("own_host: " + std::to_string(spec.own_host) + " is not a rank of " +
+                            std::to_string(engine.comm.size()) + " that may keep the own tokens");
+  }
   if (Status s = check_tokens("context", spec.context_ids, config.vocab_size); !s.ok()) return s;
   if (Status s = check_tokens("query", spec.query_ids, config.vocab_size); !s.ok()) return s;
   sequence->stop_ids = spec.generation.stop_token_ids;

@@ -112,6 +112,7 @@ std::string encode_step(const StepMessage& message) {
     s.mutable_query_ids()->Add(spec.query_ids.begin(), spec.query_ids.end());
     s.set_keep_as(spec.keep_as);
     to_wire(spec.generation, *s.mutable_generation());
+    if (spec.own_host >= 0) s.set_own_host(spec.own_host);
   }
   for (const auto& [id, token] : message.sampled) {
     step.add_sampled_ids(id);
@@ -153,6 +154,13 @@ Result<StepMessage> decode_step(std::string_view bytes) {
     spec.query_ids.assign(s.query_ids().begin(), s.query_ids().end());
     spec.keep_as = s.keep_as();
     spec.generation = from_wire(s.generation());
+    if (s.has_own_host()) {
+      if (s.own_host() < 0) {
+        return invalid_argument("step message: sequence " + std::to_string(spec.id) + " has own_host " +
+                                std::to_string(s.own_host()));
+      }
+      spec.own_host = s.own_host();
+    }
     message.admitted.push_back(std::move(spec));
   }
   for (int i = 0; i < step.sampled_ids_size(); ++i) message.sampled.emplace_back(step.sampled_ids(i), step.sampled_tokens(i));

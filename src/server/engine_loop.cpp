@@ -26,6 +26,11 @@ const std::vector<int64_t>& kv_rank_bytes(const Job& job) {
   return std::get<CreateContextWork>(job.work).kv_rank_bytes;
 }
 
+OwnTokens own_tokens(const Job& job) {
+  if (const auto* work = std::get_if<GenerateWork>(&job.work)) return work->own;
+  return {};
+}
+
 // The engine's timings of a sequence, as the summary reports them.
 void add_timings(const SequenceStats& stats, GenerateSummary& summary) {
   summary.phase1_seconds = stats.phase1_seconds;
@@ -134,6 +139,7 @@ void EngineLoop::finish_cancelled(StepMessage& message) {
 void EngineLoop::admit(StepMessage& message) {
   std::vector<std::shared_ptr<Job>> waiting;
   std::vector<std::vector<int64_t>> needs;
+  std::vector<OwnTokens> owns;
   for (std::shared_ptr<Job>& job : queue_.waiting()) {
     // A release only wakes the engine: the released ids go with every message.
     if (std::holds_alternative<ReleaseWork>(job->work)) {
@@ -141,9 +147,10 @@ void EngineLoop::admit(StepMessage& message) {
       continue;
     }
     needs.push_back(kv_rank_bytes(*job));
+    owns.push_back(own_tokens(*job));
     waiting.push_back(std::move(job));
   }
-  const std::vector<BatchScheduler::Verdict> verdicts = scheduler_.decide(needs);
+  const std::vector<BatchScheduler::Verdict> verdicts = scheduler_.decide(needs, owns);
   for (size_t i = 0; i < waiting.size(); ++i) {
     if (verdicts[i].kind == BatchScheduler::Verdict::Kind::kWait) continue;
     // A handler may have taken its cancelled job out meanwhile.
@@ -168,8 +175,10 @@ void EngineLoop::admit(StepMessage& message) {
       queue_.ended();
       continue;
     }
+    const BatchScheduler::Verdict& verdict = verdicts[i];
+    if (verdict.own_rank >= 0 && verdict.own_rank != owns[i].query_host) spec->own_host = verdict.own_rank;
     message.admitted.push_back(std::move(*spec));
-    scheduler_.start(id, needs[i]);
+    scheduler_.start(id, verdict.rank_bytes, verdict.own_rank, owns[i].bytes);
     running_.emplace(id, std::move(sequence));
   }
 }

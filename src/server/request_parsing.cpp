@@ -5,6 +5,7 @@
 
 #include "star/attention/plan_builder.h"
 #include "star/engine/inference.h"
+#include "star/engine/step_engine.h"
 #include "star/server/batch_scheduler.h"
 #include "star/server/proto_convert.h"
 
@@ -144,6 +145,11 @@ std::vector<int64_t> generate_rank_bytes(const BlockPlan& plan, bool context_kep
   return bytes;
 }
 
+OwnTokens own_tokens_of(const BlockPlan& plan, const AttentionConfig& attention, int64_t query_tokens,
+                        int64_t max_tokens, int64_t kv_bytes_per_token) {
+  return {plan.query_host, (query_tokens + max_tokens) * kv_bytes_per_token, own_tokens_movable(plan, attention)};
+}
+
 Status check_token_ids(const char* field, std::span<const int32_t> ids, int64_t vocab_size) {
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= vocab_size) {
@@ -226,6 +232,8 @@ Result<GenerateWork> parse_generate_request(const v1::GenerateRequest& r, const 
       if (!plan.ok()) return internal_error("context '" + entry->id + "' cannot be planned again: " + plan.status().message());
       work.kv_rank_bytes = generate_rank_bytes(*plan, /*context_kept=*/true, static_cast<int64_t>(work.query_ids.size()),
                                                work.generation.max_tokens, defaults.model.engine->kv_bytes_per_token());
+      work.own = own_tokens_of(*plan, entry->attention, static_cast<int64_t>(work.query_ids.size()),
+                               work.generation.max_tokens, defaults.model.engine->kv_bytes_per_token());
       if (Status s = check_fits_kv_cache((std::string(query_field) + ", max_tokens").c_str(), work.kv_rank_bytes,
                                          defaults.scheduler);
           !s.ok()) {
@@ -252,6 +260,8 @@ Result<GenerateWork> parse_generate_request(const v1::GenerateRequest& r, const 
   work.context_blocks = static_cast<int>(plan->blocks.size());
   work.kv_rank_bytes = generate_rank_bytes(*plan, /*context_kept=*/false, static_cast<int64_t>(work.query_ids.size()),
                                            work.generation.max_tokens, defaults.model.engine->kv_bytes_per_token());
+  work.own = own_tokens_of(*plan, work.attention, static_cast<int64_t>(work.query_ids.size()),
+                           work.generation.max_tokens, defaults.model.engine->kv_bytes_per_token());
   if (Status s = check_fits_kv_cache((std::string(prompt_field) + ", max_tokens").c_str(), work.kv_rank_bytes,
                                      defaults.scheduler);
       !s.ok()) {

@@ -65,6 +65,13 @@ TEST(OwnAttentionLoads, EachHostCarriesItsOwnSequences) {
   EXPECT_EQ(loads, (std::vector<double>{2.0, 0.0, 2.0}));
 }
 
+TEST(OwnAttentionLoads, OwnTokensMovedOffTheQueryHostLoadTheirRank) {
+  StepSequence moved = decoding_at(2, 50, 59, 1);
+  moved.spec.own_host = 0;
+  StepSequence stays = decoding_at(2, 50, 59, 1);
+  EXPECT_EQ(own_attention_loads({&moved, &stays}, 3, 5), (std::vector<double>{2.0, 0.0, 2.0}));
+}
+
 TEST(OwnAttentionLoads, AWindowCapsTheKeysARowAttends) {
   // Row at own key 1,000 with a sink of 4 and a window of 96 attends 100 keys.
   StepSequence s = decoding_at(0, 0, 999, 1, AttentionWindow{.sink = 4, .window = 96});

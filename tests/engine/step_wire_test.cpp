@@ -39,6 +39,7 @@ StepMessage every_field_set() {
   a.generation.stop_token_ids = {0, 42};
   a.generation.ignore_eos = true;
   a.generation.return_query_logits = true;
+  a.own_host = 3;
   SequenceSpec b;
   b.id = -3;
   b.context_id = "ctx-é";
@@ -85,6 +86,7 @@ void expect_same(const SequenceSpec& a, const SequenceSpec& b) {
   EXPECT_EQ(g.return_query_logits, h.return_query_logits);
   EXPECT_EQ(a.query_ids, b.query_ids);
   EXPECT_EQ(a.keep_as, b.keep_as);
+  EXPECT_EQ(a.own_host, b.own_host);
 }
 
 TEST(StepWire, EveryFieldRoundTrips) {

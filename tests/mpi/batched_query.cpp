@@ -160,5 +160,98 @@ TEST(BatchedQueryRanks, OneGatherCarriesEverySlotAndEachAnswersAsItsWholeContext
   }
 }
 
+// Own tokens kept off the query host: their rank attends them into extra rows of the gather and
+// every rank merges them with the query host's context partial after it, so each row is the one
+// the query host would have made, bit for bit, while the own tokens' reads move to another rank.
+TEST(BatchedQueryRanks, OwnTokensOnAnotherRankGiveTheSameRows) {
+  auto world = testing::world();
+  Communicator& comm = *world;
+  const int P = comm.size(), me = comm.rank();
+  if (P == 1) GTEST_SKIP() << "needs a second rank";
+  const std::vector<int64_t> context_tokens{70, 33, 123, 40, 55, 64};
+  std::mt19937 rng(34);
+  std::vector<Context> contexts;
+  for (int64_t tokens : context_tokens) contexts.push_back(random_context(tokens, rng));
+  const size_t K = contexts.size();
+  std::vector<KvCache> shards;
+  std::vector<KvCache> own_host_side(K), own_moved(K);
+  // Every rank holds a part of each context, the query host (i % P) included.
+  for (size_t i = 0; i < K; ++i) {
+    const int64_t per_rank = contexts[i].tokens / P;
+    const int64_t first = me * per_rank, end = me == P - 1 ? contexts[i].tokens : first + per_rank;
+    shards.push_back(contexts[i].rows(first, end));
+    own_host_side[i] = KvCache(kLayers, kShape.n_kv_heads, kShape.head_dim);
+    own_moved[i] = KvCache(kLayers, kShape.n_kv_heads, kShape.head_dim);
+  }
+  const auto query_host = [&](size_t i) { return static_cast<int>(i) % P; };
+  // Slots 0, 2, 4 ... keep theirs on the next rank; the rest on the query host.
+  const auto own_host = [&](size_t i) { return i % 2 == 0 ? (query_host(i) + 1) % P : query_host(i); };
+
+  for (int step = 0; step < 3; ++step) {
+    std::vector<BatchedShardedQueryAttention::Slot> on_host(K), moved(K);
+    int64_t total = 0, moved_rows_on_me = 0;
+    for (size_t i = 0; i < K; ++i) {
+      const int64_t rows = step == 0 ? 2 + static_cast<int64_t>(i % 3) : 1;
+      on_host[i] = {&shards[i], nullptr, query_host(i) == me ? &own_host_side[i] : nullptr, {}, 0.0, rows};
+      moved[i] = {&shards[i], nullptr, own_host(i) == me ? &own_moved[i] : nullptr, {}, 0.0, rows};
+      if (own_host(i) != query_host(i)) {
+        moved[i].own_host = own_host(i);
+        moved[i].query_host = query_host(i);
+        if (own_host(i) == me) moved_rows_on_me += rows;
+      }
+      total += rows;
+    }
+    Inputs in{normal(kLayers * total * kShape.q_floats(), rng), normal(kLayers * total * kShape.kv_floats(), rng),
+              normal(kLayers * total * kShape.kv_floats(), rng)};
+    BatchedShardedQueryAttention a(kShape, comm, on_host), b(kShape, comm, moved);
+    const std::vector<float> expected = run(a, in, total, 0, total);
+    const std::vector<float> got = run(b, in, total, 0, total);
+    ASSERT_EQ(got.size(), expected.size());
+    EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)), 0) << "step " << step;
+    // The extra rows: the most any rank hosts off their query host.
+    int64_t extra = moved_rows_on_me;
+    std::vector<int64_t> all(static_cast<size_t>(P));
+    ASSERT_TRUE(comm.all_gather(&extra, sizeof extra, all.data()).ok());
+    extra = *std::max_element(all.begin(), all.end());
+    EXPECT_EQ(b.floats_sent(), kLayers * (total + extra) * kShape.n_heads * (kShape.head_dim + 1)) << "step " << step;
+  }
+  for (size_t i = 0; i < K; ++i) {
+    EXPECT_EQ(own_moved[i].tokens(), own_host(i) == me ? 4 + static_cast<int64_t>(i % 3) : 0) << "slot " << i;
+  }
+}
+
+// A slot may keep its own tokens off the query host only with a plain context, and only on a real
+// other rank; otherwise begin() names the slot and what is wrong.
+TEST(BatchedQueryRanks, OwnTokensOffTheQueryHostNeedAPlainContextOnAnotherRank) {
+  auto world = testing::world();
+  Communicator& comm = *world;
+  const int P = comm.size(), me = comm.rank();
+  if (P == 1) GTEST_SKIP() << "needs a second rank";
+  std::mt19937 rng(3);
+  const Context context = random_context(20, rng);
+  KvCache shard = context.rows(0, 20);
+  KvCache own(kLayers, kShape.n_kv_heads, kShape.head_dim);
+  const auto slot = [&](int own_host, int query_host, double skip, AttentionWindow window) {
+    BatchedShardedQueryAttention::Slot s{&shard, nullptr, own_host == me ? &own : nullptr, window, skip, 1};
+    s.own_host = own_host;
+    s.query_host = query_host;
+    return s;
+  };
+  const std::vector<std::pair<BatchedShardedQueryAttention::Slot, std::string>> bad{
+      {slot(1, 0, 0.5, {}), "plain context"},
+      {slot(1, 0, 0.0, {4, 8}), "plain context"},
+      {slot(1, 1, 0.0, {}), "must be two ranks"},
+      {slot(P, 0, 0.0, {}), "must be two ranks"},
+      {slot(1, -1, 0.0, {}), "must be two ranks"},
+  };
+  for (const auto& [s, why] : bad) {
+    BatchedShardedQueryAttention attention(kShape, comm, {s});
+    const Status status = attention.begin(1);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << why;
+    EXPECT_NE(status.message().find(why), std::string::npos) << status.message();
+    EXPECT_NE(status.message().find("slot 0"), std::string::npos) << status.message();
+  }
+}
+
 }  // namespace
 }  // namespace star

@@ -2,11 +2,13 @@
 // mixed context lengths, algorithms (dense, star, no-anchor, pulsar, streaming, one RocketKV),
 // greedy and seeded sampling and max_tokens, some reading one kept context, most admitted together
 // and some mid-run, give every request the tokens it gets alone through the same StepEngine, token
-// for token; and Phase 1 in chunks interleaved with decoding gives the tokens of whole blocks.
+// for token, also with the own tokens of those that allow it kept on other ranks than their query
+// hosts in the batch; and Phase 1 in chunks interleaved with decoding gives the tokens of whole blocks.
 #include <gtest/gtest.h>
 
 #include <map>
 
+#include "star/attention/plan_builder.h"
 #include "star/engine/step_engine.h"
 #include "support/mpi_model.h"
 #include "support/mpi_world.h"
@@ -47,14 +49,23 @@ class StepEngineBatching : public ::testing::Test {
     ASSERT_NE(engine.context("shared"), nullptr);
   }
 
-  std::vector<ScheduledRequest> mixed_schedule() {
+  // spread_own: each request whose own tokens may leave its query host (own_tokens_movable) keeps
+  // them on rank id % ranks, as rank 0's scheduler may place them.
+  std::vector<ScheduledRequest> mixed_schedule(bool spread_own = false) {
     std::vector<ScheduledRequest> schedule;
     for (SequenceSpec& spec : testing::mixed_requests(24, vocab(), "shared", /*with_rocket=*/true)) {
       // 16 together, then 4 at step 3 and 4 at step 8, while the first ones decode.
       const int64_t at = spec.id <= 16 ? 0 : spec.id <= 20 ? 3 : 8;
+      if (spread_own && movable(spec)) spec.own_host = static_cast<int>(spec.id % comm_.size());
       schedule.push_back({std::move(spec), at});
     }
     return schedule;
+  }
+
+  bool movable(const SequenceSpec& spec) const {
+    if (!spec.context_id.empty()) return true;  // the kept star context: a block on every rank
+    Result<BlockPlan> plan = build_block_plan(spec.context_ids, comm_.size(), spec.attention, {});
+    return plan.ok() && own_tokens_movable(*plan, spec.attention);
   }
 
   std::unique_ptr<MpiCommunicator> world_ = testing::world();
@@ -69,14 +80,20 @@ RuntimeModel* StepEngineBatching::model_ = nullptr;
 TEST_F(StepEngineBatching, TwentyFourMixedRequestsTogetherEqualEachAlone) {
   StepEngine engine(*model_, comm_, StepLimits{.max_num_batched_tokens = 32});
   keep_shared_context(engine);
-  const std::vector<ScheduledRequest> schedule = mixed_schedule();
+  const std::vector<ScheduledRequest> schedule = mixed_schedule(/*spread_own=*/true);
+  int moved = 0;
+  for (const ScheduledRequest& r : schedule) moved += r.spec.own_host >= 0 ? 1 : 0;
+  if (comm_.size() > 1) EXPECT_GE(moved, 12);
   int64_t batched_steps = 0;
   std::map<int64_t, RequestRecord> together = testing::run_schedule(engine, comm_, schedule, &batched_steps);
   int64_t alone_steps = 0;
   for (const ScheduledRequest& r : schedule) {
-    SCOPED_TRACE("request " + std::to_string(r.spec.id) + " (" + r.spec.attention.algorithm + ")");
+    SCOPED_TRACE("request " + std::to_string(r.spec.id) + " (" + r.spec.attention.algorithm + ", own_host " +
+                 std::to_string(r.spec.own_host) + ")");
     int64_t steps = 0;
-    std::map<int64_t, RequestRecord> alone = testing::run_schedule(engine, comm_, {{r.spec, 0}}, &steps);
+    SequenceSpec on_query_host = r.spec;
+    on_query_host.own_host = -1;
+    std::map<int64_t, RequestRecord> alone = testing::run_schedule(engine, comm_, {{on_query_host, 0}}, &steps);
     alone_steps += steps;
     if (comm_.rank() != 0) continue;
     const RequestRecord &a = alone[r.spec.id], &b = together[r.spec.id];

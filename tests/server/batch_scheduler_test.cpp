@@ -1,5 +1,6 @@
 // BatchScheduler's admission policy, step by step against hand-worked budgets: the sequence limit,
-// the per-rank KV budget, first-in-first-out order, refusals and reservations freed at the end.
+// the per-rank KV budget, first-in-first-out order, refusals and reservations freed at the end, and
+// where the requests' own tokens go.
 #include "star/server/batch_scheduler.h"
 
 #include <gtest/gtest.h>
@@ -79,6 +80,49 @@ TEST(BatchScheduler, FinishingFreesExactlyWhatStartReservedOnce) {
   scheduler.finish(99);
   EXPECT_EQ(scheduler.reserved_bytes(), (std::vector<int64_t>{1, 2, 3}));
   EXPECT_EQ(scheduler.running(), 1);
+}
+
+std::vector<int> own_ranks(const std::vector<BatchScheduler::Verdict>& verdicts) {
+  std::vector<int> out;
+  for (const auto& v : verdicts) out.push_back(v.own_rank);
+  return out;
+}
+
+// Streams on one context (query host 1): movable own tokens alternate between the ranks, each to
+// the one with the fewest own-token bytes, the query host on ties; the reservation follows them.
+TEST(BatchScheduler, OwnTokensGoToTheRankWithTheFewestOwnBytes) {
+  BatchScheduler scheduler(limits(8, 0), 2);
+  const std::vector<std::vector<int64_t>> waiting(4, {0, 10});
+  const std::vector<OwnTokens> own(4, {.query_host = 1, .bytes = 10, .movable = true});
+  const std::vector<BatchScheduler::Verdict> verdicts = scheduler.decide(waiting, own);
+  EXPECT_EQ(own_ranks(verdicts), (std::vector<int>{1, 0, 1, 0}));
+  EXPECT_EQ(verdicts[0].rank_bytes, (std::vector<int64_t>{0, 10}));
+  EXPECT_EQ(verdicts[1].rank_bytes, (std::vector<int64_t>{10, 0}));
+  for (size_t i = 0; i < verdicts.size(); ++i) {
+    scheduler.start(static_cast<int64_t>(i), verdicts[i].rank_bytes, verdicts[i].own_rank, own[i].bytes);
+  }
+  EXPECT_EQ(scheduler.own_bytes(), (std::vector<int64_t>{20, 20}));
+  EXPECT_EQ(scheduler.reserved_bytes(), (std::vector<int64_t>{20, 20}));
+  scheduler.finish(1);
+  scheduler.finish(3);
+  EXPECT_EQ(scheduler.own_bytes(), (std::vector<int64_t>{0, 20}));
+  // Rank 0 is emptier now: the next movable one goes there; one that may not move stays.
+  const std::vector<OwnTokens> next{{.query_host = 1, .bytes = 10, .movable = false},
+                                    {.query_host = 1, .bytes = 10, .movable = true}};
+  EXPECT_EQ(own_ranks(scheduler.decide(std::vector<std::vector<int64_t>>(2, {0, 10}), next)), (std::vector<int>{1, 0}));
+  // Without own tokens given, nothing is placed.
+  EXPECT_EQ(own_ranks(scheduler.decide(std::vector<std::vector<int64_t>>(1, {0, 10}))), (std::vector<int>{-1}));
+}
+
+// The own tokens move only where the moved reservation fits the rank's budget.
+TEST(BatchScheduler, OwnTokensMoveOnlyWhereTheyFit) {
+  BatchScheduler scheduler(limits(8, 100), 3);
+  scheduler.start(1, {95, 0, 0}, 2, 40);  // rank 0 nearly full of a context, rank 2 with 40 own bytes
+  const std::vector<BatchScheduler::Verdict> verdicts =
+      scheduler.decide(std::vector<std::vector<int64_t>>(1, {0, 0, 10}), std::vector<OwnTokens>{{2, 10, true}});
+  ASSERT_EQ(verdicts[0].kind, Kind::kStart);
+  EXPECT_EQ(verdicts[0].own_rank, 1) << "rank 0 has no room; rank 1 has the fewest own bytes";
+  EXPECT_EQ(verdicts[0].rank_bytes, (std::vector<int64_t>{0, 10, 0}));
 }
 
 }  // namespace

@@ -9,8 +9,9 @@
 //   ShardedQuerySituation   Phase 2: attend to the local shard (the query host also to the new
 //                           tokens, causally), all-gather the packed (out, lse) of every rank, merge.
 //   BatchedQuerySituation   Phase 2 of many sequences in one forward: each slot attends to its
-//                           read-only context shard (the query host also to the slot's own cache,
-//                           causally); one all-gather and one merge carry every slot's rows.
+//                           read-only context shard (the query host, or the rank given the slot's
+//                           own cache, also to that cache, causally); one all-gather and one merge
+//                           carry every slot's rows.
 //
 // A backend B provides (Context is what every call carries: nothing on the CPU, the stream on CUDA):
 //   using Cache, Floats, Context;
@@ -245,10 +246,17 @@ template <class B>
 struct BatchedQuerySlot {
   const typename B::Cache* context = nullptr;                // the context shard, read-only ...
   ContextPartial<typename B::Context>* custom = nullptr;     // ... or a context that attends itself
-  typename B::Cache* own = nullptr;                          // query host: the own tokens; else null
+  typename B::Cache* own = nullptr;                          // the own tokens' rank: them; else null
   AttentionWindow window;
   double skip_softmax_scale_factor = 0;
   int64_t rows = 0;
+  // Own tokens kept off the query host (own_host >= 0, a plain context: no custom, no bounded
+  // window, no Skip Softmax): own_host attends them into extra rows of the all-gather, and every
+  // rank merges that partial with query_host's context partial after it, as the query host merges
+  // its own before it, so the rows come out bit for bit as with the own tokens on the query host.
+  // Ranks then share the own tokens' reads. -1: `own` is on the query host.
+  int own_host = -1;
+  int query_host = -1;
 };
 
 template <class B>
@@ -271,6 +279,7 @@ class BatchedQuerySituation {
       return invalid_argument("batched query: the slots hold " + std::to_string(rows) + " rows but the forward has " +
                               std::to_string(n_new));
     }
+    if (Status s = place_remote_own(); !s.ok()) return s;
     for (size_t i = 0; i < slots_.size(); ++i) {
       own_first_[i] = -1;
       if (slots_[i].own == nullptr) continue;
@@ -278,21 +287,27 @@ class BatchedQuerySituation {
       if (!first.ok()) return first.status();
       own_first_[i] = *first;
     }
-    const int64_t per_rank = n_new * shape_.n_heads * (shape_.head_dim + 1);
+    const int64_t sent_rows = n_new + extra_rows_;
+    const int64_t per_rank = sent_rows * shape_.n_heads * (shape_.head_dim + 1);
     if (Status s = B::reserve(local_, per_rank); !s.ok()) return s;
     if (Status s = B::reserve(gathered_, per_rank * comm_.size()); !s.ok()) return s;
     if (Status s = B::reserve(partial_out_, 2 * widest * shape_.q_floats()); !s.ok()) return s;
     if (Status s = B::reserve(partial_lse_, 2 * widest * shape_.n_heads); !s.ok()) return s;
     if (Status s = B::reserve(shared_out_, n_new * shape_.q_floats()); !s.ok()) return s;
     if (Status s = B::reserve(shared_lse_, n_new * shape_.n_heads); !s.ok()) return s;
-    return B::reserve(lse_, n_new * shape_.n_heads);
+    if (extra_rows_ > 0) {
+      if (Status s = B::reserve(merged_, sent_rows * shape_.q_floats()); !s.ok()) return s;
+    }
+    return B::reserve(lse_, sent_rows * shape_.n_heads);
   }
 
   Status attend(int64_t layer, const float* q, const float* k, const float* v, int64_t n, float* out, Context ctx) {
     const int64_t qf = shape_.q_floats(), kvf = shape_.kv_floats(), H = shape_.n_heads;
-    // Every slot's local partial at its rows of one packed [out n·Hq·d | lse n·Hq].
+    // Every slot's local partial at its rows of one packed [out m·Hq·d | lse m·Hq], m = n plus the
+    // extra rows of own partials computed off their query host.
+    const int64_t sent_rows = n + extra_rows_;
     float* local_out = B::data(local_);
-    float* local_lse = local_out + n * qf;
+    float* local_lse = local_out + sent_rows * qf;
     int64_t row = 0;
     for (size_t i = 0; i < slots_.size();) {
       const size_t end = shared_context_end(i);
@@ -314,8 +329,10 @@ class BatchedQuerySituation {
       for (; i < end; ++i) {
         const int64_t rows = slots_[i].rows;
         if (rows > 0) {
+          const int64_t extra = n + extra_row_[i];
           if (Status s = attend_slot(i, layer, q + row * qf, k + row * kvf, v + row * kvf, local_out + row * qf,
-                                     local_lse + row * H, context_out, context_lse, ctx);
+                                     local_lse + row * H, local_out + extra * qf, local_lse + extra * H, context_out,
+                                     context_lse, ctx);
               !s.ok()) {
             return s;
           }
@@ -328,17 +345,29 @@ class BatchedQuerySituation {
       }
     }
     if (comm_.size() == 1) return B::copy(out, local_out, n * qf, ctx);
-    const int64_t per_rank = n * H * (shape_.head_dim + 1);
+    const int64_t per_rank = sent_rows * H * (shape_.head_dim + 1);
     const auto start = std::chrono::steady_clock::now();
-    if (Status s = B::all_gather(comm_, local_out, per_rank, B::data(gathered_), ctx); !s.ok()) return s;
+    float* gathered = B::data(gathered_);
+    if (Status s = B::all_gather(comm_, local_out, per_rank, gathered, ctx); !s.ok()) return s;
     floats_sent_ += per_rank;
-    // The merge is per row, so one call serves every slot.
-    Status merged = B::merge_packed(B::data(gathered_), comm_.size(), n, shape_, out, B::data(lse_), ctx);
+    Status merged = ok_status();
+    if (extra_rows_ == 0) {
+      // The merge is per row, so one call serves every slot.
+      merged = B::merge_packed(gathered, comm_.size(), n, shape_, out, B::data(lse_), ctx);
+    } else {
+      merged = merge_remote_own(n, per_rank, ctx);
+      // The extra rows merge too (one call for every row); only the first n are kept.
+      if (merged.ok()) {
+        merged = B::merge_packed(gathered, comm_.size(), sent_rows, shape_, B::data(merged_), B::data(lse_), ctx);
+      }
+      if (merged.ok()) merged = B::copy(out, B::data(merged_), n * qf, ctx);
+    }
     gather_merge_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return merged;
   }
 
-  // Floats this rank sent in all-gathers so far (N·Hq·(d+1) per layer for N rows of every slot).
+  // Floats this rank sent in all-gathers so far (N·Hq·(d+1) per layer for the N rows of every slot
+  // and the extra rows of own tokens off their query host).
   int64_t floats_sent() const { return floats_sent_; }
   double gather_merge_seconds() const { return gather_merge_seconds_; }
   // Skip Softmax tiles of slot i's rows so far (counted only where its S > 0).
@@ -365,17 +394,28 @@ class BatchedQuerySituation {
   }
 
   // context_out, context_lse: the slot's context partial when attend_shared made it, else null.
+  // extra_out, extra_lse: where the own rank of a slot whose query host is another puts its own
+  // tokens' partial.
   Status attend_slot(size_t i, int64_t layer, const float* q, const float* k, const float* v, float* out, float* lse,
-                     const float* context_out, const float* context_lse, Context ctx) {
+                     float* extra_out, float* extra_lse, const float* context_out, const float* context_lse,
+                     Context ctx) {
     const Slot& slot = slots_[i];
     const int64_t n = slot.rows;
     const SkipSoftmax skip{slot.skip_softmax_scale_factor,
                            slot.skip_softmax_scale_factor > 0 ? &tiles_[i] : nullptr};
     const int64_t context_tokens = slot.custom != nullptr ? slot.custom->tokens() : slot.context->tokens();
-    if (slot.own == nullptr) {
-      if (context_out == nullptr) return attend_context(slot, layer, q, n, -1, out, lse, skip, ctx);
-      if (Status s = B::copy(out, context_out, n * shape_.q_floats(), ctx); !s.ok()) return s;
-      return B::copy(lse, context_lse, n * shape_.n_heads, ctx);
+    if (slot.own == nullptr || slot.own_host >= 0) {
+      if (context_out == nullptr) {
+        if (Status s = attend_context(slot, layer, q, n, -1, out, lse, skip, ctx); !s.ok()) return s;
+      } else {
+        if (Status s = B::copy(out, context_out, n * shape_.q_floats(), ctx); !s.ok()) return s;
+        if (Status s = B::copy(lse, context_lse, n * shape_.n_heads, ctx); !s.ok()) return s;
+      }
+      if (slot.own == nullptr) return ok_status();
+      const int64_t own_first = own_first_[i];
+      if (Status s = B::store(*slot.own, layer, own_first, k, v, n, ctx); !s.ok()) return s;
+      const AttentionMask own_mask = causal_mask_from(own_first, {0, slot.window.window});
+      return B::attend(shape_, q, n, *slot.own, layer, 0, own_first + n, own_mask, extra_out, extra_lse, skip, ctx);
     }
 
     const int64_t own_first = own_first_[i];
@@ -404,6 +444,68 @@ class BatchedQuerySituation {
     return B::merge(out_context, lse_context, 2, n, shape_, out, lse, ctx);
   }
 
+  // Each slot's first row, and for the slots with own_host >= 0 their rows among the extra rows
+  // of their own host (extra_rows_: the most any rank has); checks those slots are plain.
+  Status place_remote_own() {
+    std::vector<int64_t> extra_of_rank(static_cast<size_t>(comm_.size()), 0);
+    slot_row_.assign(slots_.size(), 0);
+    extra_row_.assign(slots_.size(), 0);
+    int64_t row = 0;
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      const Slot& slot = slots_[i];
+      slot_row_[i] = row;
+      row += slot.rows;
+      if (slot.own_host < 0) continue;
+      const std::string which = "batched query: slot " + std::to_string(i);
+      if (slot.own_host >= comm_.size() || slot.query_host < 0 || slot.query_host >= comm_.size() ||
+          slot.own_host == slot.query_host) {
+        return invalid_argument(which + ": own_host " + std::to_string(slot.own_host) + " and query_host " +
+                                std::to_string(slot.query_host) + " must be two ranks of " +
+                                std::to_string(comm_.size()));
+      }
+      if (slot.custom != nullptr || slot.window.bounded() || slot.skip_softmax_scale_factor > 0) {
+        return invalid_argument(which + ": own tokens off the query host need a plain context (no RocketKV, "
+                                        "no bounded window, no Skip Softmax)");
+      }
+      if ((slot.own != nullptr) != (slot.own_host == comm_.rank())) {
+        return invalid_argument(which + ": the own tokens' cache must be on own_host " +
+                                std::to_string(slot.own_host) + " alone");
+      }
+      int64_t& extra = extra_of_rank[static_cast<size_t>(slot.own_host)];
+      extra_row_[i] = extra;
+      extra += slot.rows;
+    }
+    extra_rows_ = *std::max_element(extra_of_rank.begin(), extra_of_rank.end());
+    return ok_status();
+  }
+
+  // In the gathered partials (per_rank floats a rank, n + extra_rows_ rows each), each slot whose
+  // own tokens are off its query host: its query host's context partial merged with its own
+  // host's own partial, in the query host's rows, as attend_slot merges them on the query host.
+  Status merge_remote_own(int64_t n, int64_t per_rank, Context ctx) {
+    const int64_t qf = shape_.q_floats(), H = shape_.n_heads;
+    const int64_t lse_at = (n + extra_rows_) * qf;  // a rank's lse after its out rows
+    float* gathered = B::data(gathered_);
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      const Slot& slot = slots_[i];
+      if (slot.own_host < 0 || slot.rows == 0) continue;
+      const int64_t rows = slot.rows;
+      float* host = gathered + slot.query_host * per_rank;
+      const float* own = gathered + slot.own_host * per_rank;
+      const int64_t row = slot_row_[i], extra = n + extra_row_[i];
+      float* outs = B::data(partial_out_);
+      float* lses = B::data(partial_lse_);
+      if (Status s = B::copy(outs, host + row * qf, rows * qf, ctx); !s.ok()) return s;
+      if (Status s = B::copy(outs + rows * qf, own + extra * qf, rows * qf, ctx); !s.ok()) return s;
+      if (Status s = B::copy(lses, host + lse_at + row * H, rows * H, ctx); !s.ok()) return s;
+      if (Status s = B::copy(lses + rows * H, own + lse_at + extra * H, rows * H, ctx); !s.ok()) return s;
+      if (Status s = B::merge(outs, lses, 2, rows, shape_, host + row * qf, host + lse_at + row * H, ctx); !s.ok()) {
+        return s;
+      }
+    }
+    return ok_status();
+  }
+
   // The context lies wholly before every row: no mask, but for a bounded window on the query host.
   Status attend_context(const Slot& slot, int64_t layer, const float* q, int64_t n, int64_t own_first, float* out,
                         float* lse, const SkipSoftmax& skip, Context ctx) {
@@ -418,7 +520,10 @@ class BatchedQuerySituation {
   AttentionShape shape_;
   Communicator& comm_;
   std::vector<Slot> slots_;
-  std::vector<int64_t> own_first_;  // per slot: own rows before this forward's, -1 off the query host
+  std::vector<int64_t> own_first_;  // per slot: own rows before this forward's, -1 where `own` is not
+  std::vector<int64_t> slot_row_;   // per slot: its first row
+  std::vector<int64_t> extra_row_;  // per slot with own_host >= 0: its first row among its host's extra rows
+  int64_t extra_rows_ = 0;          // extra rows every rank sends: the most any rank hosts off their query host
   std::vector<SkipSoftmaxTiles> tiles_;
   int64_t floats_sent_ = 0;
   double gather_merge_seconds_ = 0;
@@ -426,7 +531,8 @@ class BatchedQuerySituation {
   typename B::Floats gathered_;     // P × local
   typename B::Floats partial_out_;  // [2, rows, Hq, d]: context, own (one slot at a time)
   typename B::Floats partial_lse_;  // [2, rows, Hq]
-  typename B::Floats lse_;          // [n, Hq] of the merge
+  typename B::Floats lse_;          // [n + extra_rows_, Hq] of the merge
+  typename B::Floats merged_;       // [n + extra_rows_, Hq, d] of the merge when there are extra rows
   typename B::Floats shared_out_;   // [n, Hq, d]: context partials of a run of slots (attend_shared)
   typename B::Floats shared_lse_;   // [n, Hq]
 };

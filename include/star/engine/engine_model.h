@@ -56,10 +56,14 @@ class EngineAttention {
 // One sequence's rows in a batched Phase 2 forward (EngineModel::batched_query).
 struct QuerySlot {
   const KvShard* context = nullptr;  // this rank's shard of the sequence's context (read-only)
-  KvShard* own = nullptr;            // query host: the sequence's own tokens (query + generated); else null
+  KvShard* own = nullptr;            // own tokens' rank: the sequence's own tokens (query + generated); else null
   AttentionWindow window;
   double skip_softmax_scale_factor = 0;  // the S for this sequence's rows in this step
   int64_t rows = 0;                      // rows of this sequence in the forward, in slot order
+  // Own tokens kept on another rank than the query host (BatchedQuerySlot): that rank, and the
+  // query host whose context partial they merge with. -1: on the query host.
+  int own_host = -1;
+  int query_host = -1;
 };
 
 // Phase 2 of many sequences in one forward: per layer one all-gather carries every slot's

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "star/attention/attention_config.h"
+#include "star/attention/block_plan.h"
 #include "star/attention/skip_softmax.h"
 #include "star/common/status.h"
 #include "star/dist/communicator.h"
@@ -47,7 +48,17 @@ struct SequenceSpec {
   std::string keep_as;               //   `keep_as` (CreateContext); no Phase 2. With keep_as set,
                                      //   query_ids only end RocketKV's observation window.
   GenerationOptions generation;      // stop_strings travel but the engine never reads them
+  // The rank keeping the query's and the answer's KV and attending them, where rank 0 moved them
+  // off the query host to share that work (BatchedQuerySlot::own_host: the same bits); -1: the
+  // query host.
+  int own_host = -1;
 };
+
+// Whether rank 0 may move the own tokens of a request with this plan and attention off its query
+// host (SequenceSpec::own_host): a plain context (no bounded window, no RocketKV, no Skip Softmax)
+// of which the query host holds part, so that its context partial is a real one (an empty shard's
+// merged in after the gather could turn a -0 into +0).
+bool own_tokens_movable(const BlockPlan& plan, const AttentionConfig& attention);
 
 // Rank 0 -> every rank, once per step.
 struct StepMessage {

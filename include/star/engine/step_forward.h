@@ -35,8 +35,8 @@ struct StepForward {
 // worth more than any rows.
 std::vector<double> phase1_chunk_loads(const StepSequence* encoding, int ranks, const ChunkLimit& limit);
 
-// Its query-hosted sequences' pending rows attending their own tokens' KV (the query's and the
-// generated tokens', kept on the query host alone): a key costs 1 / keys_per_token of a row
+// Its sequences' pending rows attending their own tokens' KV (the query's and the generated
+// tokens', kept on one rank: StepSequence::own_host): a key costs 1 / keys_per_token of a row
 // (attention_keys_per_token).
 std::vector<double> own_attention_loads(const std::vector<StepSequence*>& decoding, int ranks,
                                         int64_t keys_per_token);

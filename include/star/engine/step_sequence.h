@@ -57,7 +57,7 @@ struct StepSequence {
   std::shared_ptr<const EncodedContext> kept;
   std::string borrowed_id;  // the id of a kept or borrowed context it reads
 
-  // Phase 2. `own` (query host only): the query's and the generated tokens' KV.
+  // Phase 2. `own` (own_host() only): the query's and the generated tokens' KV.
   std::unique_ptr<KvShard> own;
   std::vector<int32_t> pending;  // rows of the next forward: the query, then the last sampled token
   int64_t next_position = 0;
@@ -71,6 +71,8 @@ struct StepSequence {
   SequenceStats stats;
 
   bool context_only() const { return !spec.keep_as.empty(); }
+  // The rank keeping the own tokens: the spec's own_host, else the context's query host.
+  int own_host() const { return spec.own_host >= 0 ? spec.own_host : context.layout.query_host; }
   // The most chunks any rank runs (rank_chunks), 0 without an inline context.
   int64_t slowest_chunks() const;
   bool is_stop(int32_t token) const;

@@ -5,7 +5,10 @@
 // Like vLLM's scheduler it keeps the queue's order: the first request that does not fit waits, and
 // every one behind it waits too, so a large request is never starved by small ones passing it. A
 // request that could not fit even alone is refused (RESOURCE_EXHAUSTED) instead of blocking the
-// queue forever.
+// queue forever. It also places each request's own tokens (its query's and answer's KV, which one
+// rank keeps and attends): on the rank with the fewest own-token bytes where the request allows it
+// (own_tokens_movable), so that many streams on one context share that work instead of its query
+// host doing all of it.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +25,14 @@ namespace star::server {
 // `field`, names the rank, both sizes and --kv-cache-bytes); ok when they fit or there is no limit.
 Status check_fits_kv_cache(const char* field, std::span<const int64_t> rank_bytes, const SchedulerLimits& limits);
 
+// A request's own tokens: `bytes` of its reservation, counted on query_host, which may go to
+// another rank where `movable`.
+struct OwnTokens {
+  int query_host = 0;
+  int64_t bytes = 0;
+  bool movable = false;
+};
+
 class BatchScheduler {
  public:
   BatchScheduler(const SchedulerLimits& limits, int ranks);
@@ -29,27 +40,41 @@ class BatchScheduler {
   struct Verdict {
     enum class Kind { kStart, kWait, kRefuse };
     Kind kind = Kind::kWait;
-    Status refusal;  // kRefuse
+    Status refusal;                   // kRefuse
+    std::vector<int64_t> rank_bytes;  // kStart: the reservation, with the own bytes on own_rank
+    int own_rank = -1;                // kStart: the rank given the own tokens (-1: none)
   };
-  // One verdict per waiting request (its KV bytes per rank), in the same order. Decides only:
-  // start() records the requests that do start.
-  std::vector<Verdict> decide(std::span<const std::vector<int64_t>> waiting) const;
+  // One verdict per waiting request (its KV bytes per rank and, where given, its own tokens), in
+  // the same order. A movable request's own tokens go to the rank with the fewest own-token bytes
+  // of the running requests and those started before it, where its reservation fits; ties keep
+  // the query host, then the lower rank. Decides only: start() records the requests that do start.
+  std::vector<Verdict> decide(std::span<const std::vector<int64_t>> waiting,
+                              std::span<const OwnTokens> own = {}) const;
 
-  // A request started with these reservations, under an id unique while it runs.
-  void start(int64_t id, std::vector<int64_t> rank_bytes);
+  // A request started with these reservations (own_bytes of them on own_rank: its own tokens),
+  // under an id unique while it runs.
+  void start(int64_t id, std::vector<int64_t> rank_bytes, int own_rank = -1, int64_t own_bytes = 0);
   // It ended (any way): its reservation is free again. Unknown ids are ignored.
   void finish(int64_t id);
 
   int64_t running() const { return static_cast<int64_t>(running_.size()); }
   const std::vector<int64_t>& reserved_bytes() const { return reserved_; }  // [ranks]
+  const std::vector<int64_t>& own_bytes() const { return own_bytes_; }      // [ranks]: own tokens' part
 
  private:
+  struct Running {
+    std::vector<int64_t> rank_bytes;
+    int own_rank = -1;
+    int64_t own_bytes = 0;
+  };
+
   // Whether `rank_bytes` fit on top of `reserved` on every rank.
   bool fits(std::span<const int64_t> reserved, std::span<const int64_t> rank_bytes) const;
 
   const SchedulerLimits limits_;
   std::vector<int64_t> reserved_;
-  std::map<int64_t, std::vector<int64_t>> running_;
+  std::vector<int64_t> own_bytes_;
+  std::map<int64_t, Running> running_;
 };
 
 }  // namespace star::server

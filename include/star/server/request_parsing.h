@@ -42,6 +42,10 @@ std::vector<int64_t> context_rank_bytes(const BlockPlan& plan, int64_t kv_bytes_
 // encoded one, `context_kept`) and room for its query and every answer token on the query host.
 std::vector<int64_t> generate_rank_bytes(const BlockPlan& plan, bool context_kept, int64_t query_tokens,
                                          int64_t max_tokens, int64_t kv_bytes_per_token);
+// That room for the query and the answer, which the scheduler may place on another rank
+// (own_tokens_movable).
+OwnTokens own_tokens_of(const BlockPlan& plan, const AttentionConfig& attention, int64_t query_tokens,
+                        int64_t max_tokens, int64_t kv_bytes_per_token);
 
 // INVALID_ARGUMENT "<field>[i]: <id> is outside the vocabulary [0, V)" for the first bad id.
 Status check_token_ids(const char* field, std::span<const int32_t> ids, int64_t vocab_size);

@@ -14,6 +14,7 @@
 #include "star/attention/attention_config.h"
 #include "star/common/status.h"
 #include "star/engine/generator.h"
+#include "star/server/batch_scheduler.h"
 #include "star/server/request_channel.h"
 
 namespace star::server {
@@ -29,6 +30,7 @@ struct GenerateWork {
   int context_blocks = 0;            // of the inline context's plan
   GenerationOptions generation;
   std::vector<int64_t> kv_rank_bytes;  // KV it reserves on each rank while it runs (BatchScheduler)
+  OwnTokens own;                       // the query's and answer's part of it, which may move
 };
 
 // One CreateContext call.

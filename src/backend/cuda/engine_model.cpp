@@ -199,6 +199,8 @@ class CudaEngineModel final : public EngineModel {
       bound[i].window = slot.window;
       bound[i].skip_softmax_scale_factor = slot.skip_softmax_scale_factor;
       bound[i].rows = slot.rows;
+      bound[i].own_host = slot.own_host;
+      bound[i].query_host = slot.query_host;
     }
     Result<Communicator*> gather = gather_communicator(comm);
     if (!gather.ok()) return gather.status();
