@@ -59,10 +59,15 @@ Result<std::vector<int32_t>> gather_greedy_tokens(Communicator& comm, const std:
   return tokens;
 }
 
-// Whether every decoding sequence's one logit row this step is sampled greedily (no query logits).
+// Whether every decoding sequence's one logit row this step is sampled greedily and none returns
+// its query logits (a one-token query has one logit row too).
 bool greedy_rows_only(const std::vector<StepSequence*>& decoding, const std::vector<int64_t>& logit_count) {
   for (size_t i = 0; i < decoding.size(); ++i) {
-    if (decoding[i]->spec.generation.sampling.temperature != 0.f || logit_count[i] != 1) return false;
+    const StepSequence& s = *decoding[i];
+    if (s.spec.generation.sampling.temperature != 0.f || logit_count[i] != 1 ||
+        (s.first_rows && s.spec.generation.return_query_logits)) {
+      return false;
+    }
   }
   return true;
 }

@@ -57,9 +57,10 @@ Status start_decoding(EngineModel& model, Communicator& comm, StepSequence& sequ
   const ShardLayout& layout = sequence.context.layout;
   if (spec.own_host >= 0 && spec.own_host != layout.query_host &&
       (layout.window.bounded() || layout.skip_softmax.prefill_scale_factor > 0 ||
-       layout.skip_softmax.decode_scale_factor > 0)) {
+       layout.skip_softmax.decode_scale_factor > 0 ||
+       (sequence.context.shard != nullptr && sequence.context.shard->selects_keys()))) {
     return invalid_argument("own_host: " + std::to_string(spec.own_host) +
-                            " is not the query host, which a bounded window or Skip Softmax needs");
+                            " is not the query host, which a bounded window, Skip Softmax or RocketKV needs");
   }
   if (comm.rank() == sequence.own_host()) {
     Result<std::unique_ptr<KvShard>> own =

@@ -251,6 +251,17 @@ TEST(BatchedQueryRanks, OwnTokensOffTheQueryHostNeedAPlainContextOnAnotherRank) 
     EXPECT_NE(status.message().find(why), std::string::npos) << status.message();
     EXPECT_NE(status.message().find("slot 0"), std::string::npos) << status.message();
   }
+  // A cache given on every rank: only own_host may hold it.
+  BatchedShardedQueryAttention::Slot everywhere = slot(1, 0, 0.0, {});
+  everywhere.own = &own;
+  BatchedShardedQueryAttention attention(kShape, comm, {everywhere});
+  const Status status = attention.begin(1);
+  if (me == 1) {
+    EXPECT_TRUE(status.ok()) << status.to_string();
+  } else {
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(status.message().find("must be on own_host 1 alone"), std::string::npos) << status.message();
+  }
 }
 
 }  // namespace

@@ -190,6 +190,18 @@ TEST_F(EngineExactness, EmptyContextAnswersAsDense) {
   }
 }
 
+// A one-token query has one logit row, as a decoding step does: its logits still come back whole
+// (greedy rows otherwise send only their slices' candidates), and the greedy first token is their
+// argmax.
+TEST_F(EngineExactness, AOneTokenQueryReturnsItsLogits) {
+  const InferenceOutcome out = run(request(37, 1, "star"));
+  if (comm_.rank() != 0) return;
+  const std::vector<float>& logits = out.generation.query_logits;
+  ASSERT_EQ(static_cast<int64_t>(logits.size()), model_->llama->config().vocab_size);
+  ASSERT_FALSE(out.generation.tokens.empty());
+  EXPECT_EQ(out.generation.tokens[0], std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
 TEST_F(EngineExactness, SameSeedSameSampleWhateverTheSplit) {
   InferenceRequest dense = request(90, 3, "dense");
   InferenceRequest ring = request(90, 3, "ring");

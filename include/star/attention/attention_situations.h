@@ -527,7 +527,7 @@ class BatchedQuerySituation {
   std::vector<SkipSoftmaxTiles> tiles_;
   int64_t floats_sent_ = 0;
   double gather_merge_seconds_ = 0;
-  typename B::Floats local_;        // [out n·Hq·d | lse n·Hq] of every slot's rows
+  typename B::Floats local_;        // [out m·Hq·d | lse m·Hq], m = n + extra_rows_: every slot's rows
   typename B::Floats gathered_;     // P × local
   typename B::Floats partial_out_;  // [2, rows, Hq, d]: context, own (one slot at a time)
   typename B::Floats partial_lse_;  // [2, rows, Hq]

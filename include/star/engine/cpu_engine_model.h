@@ -31,6 +31,7 @@ class CpuCompactedShard final : public KvShard {
   int64_t tokens() const override { return cache.tokens(); }
   size_t bytes() const override { return cache.bytes(); }
   void truncate(int64_t tokens) override { cache.truncate(tokens); }
+  bool selects_keys() const override { return true; }
 
   rocket::CompactedKvCache cache;
   RocketConfig config;

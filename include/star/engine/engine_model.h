@@ -36,6 +36,8 @@ class KvShard {
   virtual int64_t tokens() const = 0;
   virtual size_t bytes() const = 0;  // exact bytes of the tokens held
   virtual void truncate(int64_t tokens) = 0;
+  // Whether Phase 2 attends it by a rule of its own (RocketKV's compacted shard) instead of every key.
+  virtual bool selects_keys() const { return false; }
 };
 
 // A LayerAttention of some backend, with what the engine reports about it.

@@ -23,7 +23,7 @@ Status validate_sampling(const SamplingParams& params);
 
 // Greedy decoding over a row split into slices (the ranks' vocabulary slices), so that only one
 // candidate a slice travels instead of the slice's logits. A slice's candidate is its first largest
-// logit that is not NaN (-inf counts), or id -1 when every logit there is NaN.
+// logit that is not NaN (-inf counts), or id -1 when every logit there is NaN or the slice is empty.
 struct GreedyCandidate {
   float logit = 0.f;
   int32_t id = -1;  // in the whole row: the slice's first id plus the offset in the slice

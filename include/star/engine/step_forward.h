@@ -18,8 +18,8 @@ namespace star {
 
 struct StepForward {
   std::vector<float> logits;       // keep_logits: [logit rows, vocab] (none where greedy_tokens)
-  // keep_logits on several ranks, when every sequence's one logit row is greedy: its token, per
-  // sequence (the ranks send their slices' candidates instead of the logits).
+  // keep_logits on several ranks, when every sequence's one logit row is greedy (no query logits):
+  // its token, per sequence (the ranks send their slices' candidates instead of the logits).
   std::vector<int32_t> greedy_tokens;
   // Per decoding sequence, in the order given: its first row in `logits` and how many it has
   // there (its last row's, or every query row's when it asked for query logits).
@@ -45,8 +45,9 @@ std::vector<double> own_attention_loads(const std::vector<StepSequence*>& decodi
 // with rows); `chunk_loads` is phase1_chunk_loads of this step, for row sharing. Every rank
 // projects the logit rows onto its slice of the vocabulary (vocab_slice_of_rank) and one
 // all-gather brings the slices together; `keep_logits`: this rank (the one that samples) assembles
-// them into `logits`, or, on several ranks when every row is greedy, the slices' candidates into
-// `greedy_tokens` (greedy_token: the same ids as Sampler on the whole rows). The split depends only on the rank count, so a sequence's logits are the
+// them into `logits`, or, on several ranks when every row is greedy and no sequence returns its
+// query logits, the slices' candidates into `greedy_tokens` (greedy_token: the same ids as Sampler
+// on the whole rows). The split depends only on the rank count, so a sequence's logits are the
 // same batched or alone. Collective whenever `decoding` is not empty (every rank passes the same
 // sequences) or the chunk is a ring segment.
 Result<StepForward> run_step_forward(EngineModel& model, Communicator& comm, const Phase1Chunk* chunk,

@@ -47,7 +47,9 @@ class BatchScheduler {
   // One verdict per waiting request (its KV bytes per rank and, where given, its own tokens), in
   // the same order. A movable request's own tokens go to the rank with the fewest own-token bytes
   // of the running requests and those started before it, where its reservation fits; ties keep
-  // the query host, then the lower rank. Decides only: start() records the requests that do start.
+  // the query host, then the lower rank. A request is refused by its bytes as given (own tokens on
+  // the query host), even where moving them would let it fit. Decides only: start() records the
+  // requests that do start.
   std::vector<Verdict> decide(std::span<const std::vector<int64_t>> waiting,
                               std::span<const OwnTokens> own = {}) const;
 
