@@ -117,7 +117,7 @@ TEST(BatchScheduler, OwnTokensGoToTheRankWithTheFewestOwnBytes) {
 // The own tokens move only where the moved reservation fits the rank's budget.
 TEST(BatchScheduler, OwnTokensMoveOnlyWhereTheyFit) {
   BatchScheduler scheduler(limits(8, 100), 3);
-  scheduler.start(1, {95, 0, 0}, 2, 40);  // rank 0 nearly full of a context, rank 2 with 40 own bytes
+  scheduler.start(1, {95, 0, 40}, 2, 40);  // rank 0 nearly full of a context, rank 2 with 40 own bytes
   const std::vector<BatchScheduler::Verdict> verdicts =
       scheduler.decide(std::vector<std::vector<int64_t>>(1, {0, 0, 10}), std::vector<OwnTokens>{{2, 10, true}});
   ASSERT_EQ(verdicts[0].kind, Kind::kStart);
