@@ -59,17 +59,12 @@ Result<std::vector<int32_t>> gather_greedy_tokens(Communicator& comm, const std:
   return tokens;
 }
 
-// Whether every decoding sequence's one logit row this step is sampled greedily and none returns
-// its query logits (a one-token query has one logit row too).
-bool greedy_rows_only(const std::vector<StepSequence*>& decoding, const std::vector<int64_t>& logit_count) {
-  for (size_t i = 0; i < decoding.size(); ++i) {
-    const StepSequence& s = *decoding[i];
-    if (s.spec.generation.sampling.temperature != 0.f || logit_count[i] != 1 ||
-        (s.first_rows && s.spec.generation.return_query_logits)) {
-      return false;
-    }
-  }
-  return true;
+// Whether every decoding sequence is sampled greedily and none returns its query logits this step
+// (so each has one logit row, of which only the argmax is needed).
+bool greedy_rows_only(const std::vector<StepSequence*>& decoding) {
+  return std::all_of(decoding.begin(), decoding.end(), [](const StepSequence* s) {
+    return s->spec.generation.sampling.temperature == 0.f && !(s->first_rows && s->spec.generation.return_query_logits);
+  });
 }
 
 }  // namespace
@@ -196,7 +191,7 @@ Result<StepForward> run_step_forward(EngineModel& model, Communicator& comm, con
     out.logits = std::move(*logits);
     return out;
   }
-  if (greedy_rows_only(decoding, out.logit_count)) {
+  if (greedy_rows_only(decoding)) {
     Result<std::vector<int32_t>> tokens =
         gather_greedy_tokens(comm, *logits, static_cast<int64_t>(logit_rows.size()), vocab, keep_logits);
     if (!tokens.ok()) return tokens.status();

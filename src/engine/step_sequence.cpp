@@ -95,9 +95,9 @@ Result<std::unique_ptr<StepSequence>> admit_sequence(const AdmissionContext& eng
   auto sequence = std::make_unique<StepSequence>();
   sequence->spec = spec;
   sequence->admitted_at = StepSequence::Clock::now();
-  if (spec.own_host >= engine.comm.size() || (spec.own_host >= 0 && spec.attention.sparse.algorithm == "rocket")) {
+  if (spec.own_host >= engine.comm.size()) {
     return invalid_argument("own_host: " + std::to_string(spec.own_host) + " is not a rank of " +
-                            std::to_string(engine.comm.size()) + " that may keep the own tokens");
+                            std::to_string(engine.comm.size()));
   }
   if (Status s = check_tokens("context", spec.context_ids, config.vocab_size); !s.ok()) return s;
   if (Status s = check_tokens("query", spec.query_ids, config.vocab_size); !s.ok()) return s;

@@ -145,6 +145,26 @@ TEST_F(StepEngineBatching, GreedySequencesTogetherEqualEachAlone) {
   }
 }
 
+// Own tokens may leave the query host only beside a plain context: a RocketKV request that names
+// another rank fails alone, with the field named, and the engine serves the next request.
+TEST_F(StepEngineBatching, OwnTokensOfARocketContextStayOnTheQueryHost) {
+  if (comm_.size() == 1) GTEST_SKIP() << "needs a second rank";
+  StepEngine engine(*model_, comm_, StepLimits{.max_num_batched_tokens = 32});
+  std::vector<SequenceSpec> specs = testing::mixed_requests(24, vocab(), "", /*with_rocket=*/true);
+  SequenceSpec rocket = specs[11];
+  ASSERT_EQ(rocket.attention.sparse.algorithm, "rocket");
+  rocket.own_host = 0;  // star's query host is the last rank
+  SequenceSpec plain = specs[1];
+  plain.id = 99;
+  std::map<int64_t, RequestRecord> r = testing::run_schedule(engine, comm_, {{rocket, 0}, {plain, 0}});
+  if (comm_.rank() != 0) return;
+  EXPECT_EQ(r[rocket.id].error.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r[rocket.id].error.message().find("own_host"), std::string::npos) << r[rocket.id].error.message();
+  EXPECT_TRUE(r[99].error.ok()) << r[99].error.to_string();
+  EXPECT_TRUE(r[99].done);
+  EXPECT_TRUE(engine.idle());
+}
+
 TEST_F(StepEngineBatching, ChunkedPhase1InterleavedWithDecodingEqualsWholeBlocks) {
   StepEngine chunked(*model_, comm_, StepLimits{.max_num_batched_tokens = 16});
   StepEngine whole(*model_, comm_, StepLimits{.max_num_batched_tokens = 0});
