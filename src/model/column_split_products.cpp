@@ -35,6 +35,10 @@ Status ColumnSplitProducts::qkv(const LlamaLayerWeights& w, const float* h, int6
 
 Status ColumnSplitProducts::add_product(const WeightTensor& w, const float* in, int64_t rows, float* x) {
   cpu::matmul(in, rows, mine(w), slices_.data());
+  return add_shared_slices(rows, x);
+}
+
+Status ColumnSplitProducts::add_shared_slices(int64_t rows, float* x) {
   const ColumnPiece piece{slices_.data(), whole_.data(), dim_};
   if (Status s = share_columns(comm_, rows, {&piece, 1}); !s.ok()) return s;
   // The product's own accumulate adds each sum to x once, as this does.
@@ -49,9 +53,24 @@ Status ColumnSplitProducts::add_ffn(const LlamaLayerWeights& w, const float* h, 
   float* su = sg + rows * gate.rows();
   cpu::matmul_shared_input(h, rows, {{&gate, sg}, {&up, su}});
   cpu::swiglu(sg, su, rows * gate.rows(), sg);
-  const ColumnPiece piece{sg, hidden, hidden_dim_};
-  if (Status s = share_columns(comm_, rows, {&piece, 1}); !s.ok()) return s;
-  return add_product(w.w_down, hidden, rows, x);
+  if (!cpu::matmul_reads_q8_0_blocks(w.w_down) || hidden_dim_ % quant::kLegacyBlock != 0) {
+    const ColumnPiece piece{sg, hidden, hidden_dim_};
+    if (Status s = share_columns(comm_, rows, {&piece, 1}); !s.ok()) return s;
+    return add_product(w.w_down, hidden, rows, x);
+  }
+  // The down product would round its input to Q8_0 blocks anyway: each rank rounds its slice and
+  // hands over blocks, 34 bytes for 32 floats' 128.
+  const int64_t slice_blocks = gate.rows() / quant::kLegacyBlock, blocks = hidden_dim_ / quant::kLegacyBlock;
+  slice_blocks_.resize(static_cast<size_t>(rows * slice_blocks));
+  whole_blocks_.resize(static_cast<size_t>(rows * blocks));
+  for (int64_t i = 0; i < rows; ++i) {
+    cpu::quantize_activation_row(cpu::ActivationType::kQ8_0, sg + i * gate.rows(), gate.rows(),
+                                 reinterpret_cast<std::byte*>(slice_blocks_.data() + i * slice_blocks));
+  }
+  const ColumnBlocks piece{slice_blocks_.data(), whole_blocks_.data(), hidden_dim_};
+  if (Status s = share_column_blocks(comm_, rows, piece); !s.ok()) return s;
+  cpu::matmul_q8_0_rows(whole_blocks_.data(), rows, mine(w.w_down), slices_.data());
+  return add_shared_slices(rows, x);
 }
 
 }  // namespace star

@@ -1,6 +1,7 @@
 #include "star/model/row_sharing.h"
 
 #include <algorithm>
+#include <cassert>
 #include <string>
 
 namespace star {
@@ -87,36 +88,53 @@ ColumnSlice column_slice(int64_t width, int rank, int ranks) {
   return {edge(rank), edge(rank + 1) - edge(rank)};
 }
 
-Status share_columns(Communicator& comm, int64_t rows, std::span<const ColumnPiece> pieces) {
+namespace {
+
+// share_columns over pieces of Element, each element `columns` columns of the piece wide.
+template <typename Element, typename Piece>
+Status share_slices(Communicator& comm, int64_t rows, std::span<const Piece> pieces, int64_t columns) {
   const int ranks = comm.size();
-  const auto slice_floats = [&](int rank) {
-    int64_t floats = 0;
-    for (const ColumnPiece& piece : pieces) floats += rows * column_slice(piece.width, rank, ranks).count;
-    return floats;
+  const auto slice_of = [&](const Piece& piece, int rank) {
+    const ColumnSlice slice = column_slice(piece.width, rank, ranks);
+    return ColumnSlice{slice.first / columns, slice.count / columns};
+  };
+  const auto slice_elements = [&](int rank) {
+    int64_t elements = 0;
+    for (const Piece& piece : pieces) elements += rows * slice_of(piece, rank).count;
+    return elements;
   };
   int64_t most = 0;
-  for (int r = 0; r < ranks; ++r) most = std::max(most, slice_floats(r));
+  for (int r = 0; r < ranks; ++r) most = std::max(most, slice_elements(r));
   if (most == 0) return ok_status();
   // Every product of every layer calls this: buffers kept with the thread, as share_rows's.
-  thread_local std::vector<float> send, recv;
+  thread_local std::vector<Element> send, recv;
   send.resize(static_cast<size_t>(most));
   recv.resize(send.size() * static_cast<size_t>(ranks));
-  float* packed = send.data();
-  for (const ColumnPiece& piece : pieces) {
-    const int64_t floats = rows * column_slice(piece.width, comm.rank(), ranks).count;
-    packed = std::copy_n(piece.slice, floats, packed);
-  }
-  if (Status s = comm.all_gather(send, recv); !s.ok()) return s;
+  Element* packed = send.data();
+  for (const Piece& piece : pieces) packed = std::copy_n(piece.slice, rows * slice_of(piece, comm.rank()).count, packed);
+  if (Status s = comm.all_gather(send.data(), send.size() * sizeof(Element), recv.data()); !s.ok()) return s;
   for (int r = 0; r < ranks; ++r) {
-    const float* from = recv.data() + r * most;
-    for (const ColumnPiece& piece : pieces) {
-      const ColumnSlice slice = column_slice(piece.width, r, ranks);
+    const Element* from = recv.data() + r * most;
+    for (const Piece& piece : pieces) {
+      const ColumnSlice slice = slice_of(piece, r);
+      const int64_t width = piece.width / columns;
       for (int64_t i = 0; i < rows; ++i, from += slice.count) {
-        std::copy_n(from, slice.count, piece.whole + i * piece.width + slice.first);
+        std::copy_n(from, slice.count, piece.whole + i * width + slice.first);
       }
     }
   }
   return ok_status();
+}
+
+}  // namespace
+
+Status share_columns(Communicator& comm, int64_t rows, std::span<const ColumnPiece> pieces) {
+  return share_slices<float>(comm, rows, pieces, 1);
+}
+
+Status share_column_blocks(Communicator& comm, int64_t rows, const ColumnBlocks& piece) {
+  assert(piece.width % quant::kLegacyBlock == 0);
+  return share_slices<quant::BlockQ8_0>(comm, rows, std::span<const ColumnBlocks>{&piece, 1}, quant::kLegacyBlock);
 }
 
 }  // namespace star

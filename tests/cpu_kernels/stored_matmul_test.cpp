@@ -203,6 +203,43 @@ TEST(StoredMatmul, PrelaidPanelsAreThePanelsPackedPerCallBitForBit) {
   }
 }
 
+// Rows handed over as Q8_0 blocks (column sharing's SwiGLU output, each rank rounding its own
+// columns) give the product of the float rows bit for bit, on the whole weight and on a slice of
+// its rows from a panel edge, accumulating or not; a weight without panels does not take blocks.
+TEST(StoredMatmul, RowsRoundedToQ8BlocksInPiecesEqualTheFloatRows) {
+  std::mt19937 rng(39);
+  const int64_t m = 70, k = 512, blocks = k / quant::kLegacyBlock;
+  Case c = random_case(DType::kQ8_0, m, k, rng);
+  EXPECT_FALSE(cpu::matmul_reads_q8_0_blocks(c.w));
+  if (!cpu::prelay_weight(c.w)) GTEST_SKIP() << "no AVX-512 VNNI on this CPU: Q8_0 stays as stored";
+  EXPECT_TRUE(cpu::matmul_reads_q8_0_blocks(c.w));
+  const WeightTensor slice = weight_rows(c.w, 32, 38);
+  for (int64_t n : {1, 6, 16, 33}) {
+    const auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);
+    // Each row rounded in two pieces, cut at block 5.
+    std::vector<quant::BlockQ8_0> q(static_cast<size_t>(n * blocks));
+    for (int64_t i = 0; i < n; ++i) {
+      for (const auto& [first, count] : {std::pair<int64_t, int64_t>{0, 5}, {5, blocks - 5}}) {
+        cpu::quantize_activation_row(cpu::ActivationType::kQ8_0, x.data() + i * k + first * quant::kLegacyBlock,
+                                     count * quant::kLegacyBlock,
+                                     reinterpret_cast<std::byte*>(q.data() + i * blocks + first));
+      }
+    }
+    for (const WeightTensor* w : {static_cast<const WeightTensor*>(&c.w), &slice}) {
+      for (bool accumulate : {false, true}) {
+        const auto y0 = testing::random_tensor(static_cast<size_t>(n * w->rows()), rng);
+        std::vector<float> got = y0, want = y0;
+        cpu::matmul_q8_0_rows(q.data(), n, *w, got.data(), accumulate);
+        cpu::matmul(x.data(), n, *w, want.data(), accumulate);
+        for (size_t e = 0; e < want.size(); ++e) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(got[e]), std::bit_cast<uint32_t>(want[e]))
+              << "n=" << n << ", " << w->rows() << " rows" << (accumulate ? ", accumulating" : "") << ", element " << e;
+        }
+      }
+    }
+  }
+}
+
 // The m outputs of each of x's first `count` rows (k elements each) multiplied alone:
 // product(row, y) writes one row's.
 template <class Product>

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
+
 #include "star/dist/self_communicator.h"
 
 namespace star {
@@ -61,6 +64,20 @@ TEST(RowSharing, ColumnsSharedOnOneRankAreTheSlice) {
   const ColumnPiece piece{slice.data(), whole.data(), 3};
   ASSERT_TRUE(share_columns(self, 2, {&piece, 1}).ok());
   EXPECT_EQ(whole, slice);
+}
+
+TEST(RowSharing, ColumnBlocksSharedOnOneRankAreTheSlice) {
+  SelfCommunicator self;
+  std::vector<quant::BlockQ8_0> slice(4), whole(4);
+  for (size_t b = 0; b < slice.size(); ++b) {
+    slice[b].d = static_cast<uint16_t>(100 + b);
+    for (int j = 0; j < quant::kLegacyBlock; ++j) slice[b].qs[j] = static_cast<int8_t>(b * 40 + j);
+  }
+  ASSERT_TRUE(share_column_blocks(self, 2, {slice.data(), whole.data(), 2 * quant::kLegacyBlock}).ok());
+  for (size_t b = 0; b < slice.size(); ++b) {
+    EXPECT_EQ(whole[b].d, slice[b].d) << "block " << b;
+    EXPECT_TRUE(std::equal(std::begin(whole[b].qs), std::end(whole[b].qs), std::begin(slice[b].qs))) << "block " << b;
+  }
 }
 
 TEST(RowSharing, RowsComputedHereAreTheOwnOnesAndTheOwnedShared) {

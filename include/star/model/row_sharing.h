@@ -20,6 +20,7 @@
 
 #include "star/common/status.h"
 #include "star/dist/communicator.h"
+#include "star/quant/blocks.h"
 
 namespace star {
 
@@ -68,6 +69,17 @@ struct ColumnPiece {
   int64_t width;
 };
 Status share_columns(Communicator& comm, int64_t rows, std::span<const ColumnPiece> pieces);
+
+// One product's rows rounded to Q8_0 activation blocks, to hand over as share_columns hands floats:
+// `slice` [rows, column_slice(width).count / 32] blocks rounded here; afterwards `whole`
+// [rows, width / 32] holds every rank's blocks on every rank. Needs width a multiple of 32
+// (column_slice then cuts at block edges).
+struct ColumnBlocks {
+  const quant::BlockQ8_0* slice;
+  quant::BlockQ8_0* whole;
+  int64_t width;
+};
+Status share_column_blocks(Communicator& comm, int64_t rows, const ColumnBlocks& piece);
 
 // One piece of every row to exchange: data [n, width].
 struct SharedColumns {

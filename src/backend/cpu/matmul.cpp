@@ -223,6 +223,15 @@ void matmul(const float* x, int64_t n, const WeightTensor& w, float* y, bool acc
   matmul_widened_tiles(x, n, w, y, accumulate);
 }
 
+bool matmul_reads_q8_0_blocks(const WeightTensor& w) { return w.panels != nullptr; }
+
+void matmul_q8_0_rows(const quant::BlockQ8_0* x, int64_t n, const WeightTensor& w, float* y, bool accumulate) {
+  assert(matmul_reads_q8_0_blocks(w));
+  if (n == 0 || w.rows() == 0) return;
+  const PrelaidPanelOutput output{w.panels.get(), y, w.panel_first, w.rows()};
+  int8_prelaid_panel_matmul_q8_0(x, n, {&output, 1}, accumulate);
+}
+
 void matmul_shared_input(const float* x, int64_t n, std::initializer_list<MatmulOutput> outputs) {
   const MatmulOutput& first = *outputs.begin();
   const bool prelaid = n > 0 && std::all_of(outputs.begin(), outputs.end(), [&](const MatmulOutput& o) {

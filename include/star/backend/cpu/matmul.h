@@ -6,6 +6,7 @@
 
 #include "star/backend/cpu/dot_kernels.h"
 #include "star/model/weight_tensor.h"
+#include "star/quant/blocks.h"
 
 namespace star::cpu {
 
@@ -60,6 +61,17 @@ bool prelay_weight(WeightTensor& w);
 // Weights with panels (prelay_weight) are multiplied in them.
 // x and y are row-major float32 and must not overlap. F32 weights go straight to BLAS.
 void matmul(const float* x, int64_t n, const WeightTensor& w, float* y, bool accumulate = false);
+
+// Whether matmul(x, n, w) reads x only as its rows rounded to Q8_0 activation blocks, at every n:
+// weights with panels (prelay_weight). matmul_q8_0_rows then takes those blocks in place of x.
+bool matmul_reads_q8_0_blocks(const WeightTensor& w);
+
+// matmul of rows already rounded to Q8_0 activation blocks, x [n][w.cols() / 32] as
+// quantize_activation_row(kQ8_0) writes them: y is bit for bit matmul's of the float32 rows. Each
+// block is rounded alone, so a row may have been rounded in pieces of whole blocks (column sharing
+// hands the ranks' pieces over as blocks, a quarter of their float bytes). Requires
+// matmul_reads_q8_0_blocks(w).
+void matmul_q8_0_rows(const quant::BlockQ8_0* x, int64_t n, const WeightTensor& w, float* y, bool accumulate = false);
 
 // One product of matmul_shared_input: y = x · w^T.
 struct MatmulOutput {

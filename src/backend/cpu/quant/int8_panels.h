@@ -23,6 +23,7 @@
 
 #include "star/backend/cpu/dot_kernels.h"
 #include "star/model/dtype.h"
+#include "star/quant/blocks.h"
 
 namespace star::cpu {
 
@@ -76,6 +77,12 @@ struct PrelaidPanelOutput {
 // Each output comes out bit for bit as int8_panel_matmul's, whatever n.
 void int8_prelaid_panel_matmul(const float* x, int64_t n, std::span<const PrelaidPanelOutput> outputs,
                                bool accumulate);
+
+// int8_prelaid_panel_matmul for rows already rounded to Q8_0 activation blocks, x [n][k / 32]:
+// the same outputs, bit for bit, as from the float32 rows they were rounded from. Q8_0 rounds each
+// block alone, so a row's blocks may have been rounded in pieces, on different ranks.
+void int8_prelaid_panel_matmul_q8_0(const quant::BlockQ8_0* x, int64_t n, std::span<const PrelaidPanelOutput> outputs,
+                                    bool accumulate);
 
 // One output of a Q8_0 weight's panels (its format's sub-block 32, no min) against x rounded to Q16
 // activations instead (dot_kernels.h's ActivationType::kQ16: 16 bits a code in a signed high and an

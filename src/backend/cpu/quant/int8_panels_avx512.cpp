@@ -40,35 +40,52 @@ struct Activations {
   std::vector<float> d_sums;          // [n][k / 32], min formats
 };
 
-void relay_activations(const PanelRowFormat& format, const float* x, int64_t n, int64_t k, Activations& a) {
+void size_activations(const PanelRowFormat& format, int64_t n, int64_t k, Activations& a) {
   const int64_t blocks = k / kLegacyBlock, subs = k / format.sub_block;
-  const int subs_per_block = static_cast<int>(kLegacyBlock) / format.sub_block;
   a.codes.resize(static_cast<size_t>(n * k));
   a.d.resize(static_cast<size_t>(n * blocks));
   a.offset_sums.resize(format.offset != 0 ? static_cast<size_t>(n * subs) : 0);
   a.d_sums.resize(format.has_min ? static_cast<size_t>(n * blocks) : 0);
+}
+
+// Activation row i from its Q8_0 blocks (k / 32 of them).
+void relay_row(const PanelRowFormat& format, const BlockQ8_0* row, int64_t i, int64_t k, Activations& a) {
+  const int64_t blocks = k / kLegacyBlock, subs = k / format.sub_block;
+  const int subs_per_block = static_cast<int>(kLegacyBlock) / format.sub_block;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const BlockQ8_0& block = row[b];
+    const float d = f16_to_f32(block.d);
+    std::memcpy(a.codes.data() + i * k + b * kLegacyBlock, block.qs, kLegacyBlock);
+    a.d[static_cast<size_t>(i * blocks + b)] = d;
+    int32_t total = 0;
+    for (int s = 0; s < subs_per_block; ++s) {
+      int32_t sum = 0;
+      for (int j = 0; j < format.sub_block; ++j) sum += block.qs[s * format.sub_block + j];
+      total += sum;
+      if (format.offset != 0) a.offset_sums[static_cast<size_t>(i * subs + b * subs_per_block + s)] = -format.offset * sum;
+    }
+    if (format.has_min) a.d_sums[static_cast<size_t>(i * blocks + b)] = d * static_cast<float>(total);
+  }
+}
+
+void relay_activations(const PanelRowFormat& format, const float* x, int64_t n, int64_t k, Activations& a) {
+  size_activations(format, n, k, a);
 #pragma omp parallel
   {
-    std::vector<BlockQ8_0> row(static_cast<size_t>(blocks));
+    std::vector<BlockQ8_0> row(static_cast<size_t>(k / kLegacyBlock));
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < n; ++i) {
       quantize_activation_row(ActivationType::kQ8_0, x + i * k, k, reinterpret_cast<std::byte*>(row.data()));
-      for (int64_t b = 0; b < blocks; ++b) {
-        const BlockQ8_0& block = row[static_cast<size_t>(b)];
-        const float d = f16_to_f32(block.d);
-        std::memcpy(a.codes.data() + i * k + b * kLegacyBlock, block.qs, kLegacyBlock);
-        a.d[static_cast<size_t>(i * blocks + b)] = d;
-        int32_t total = 0;
-        for (int s = 0; s < subs_per_block; ++s) {
-          int32_t sum = 0;
-          for (int j = 0; j < format.sub_block; ++j) sum += block.qs[s * format.sub_block + j];
-          total += sum;
-          if (format.offset != 0) a.offset_sums[static_cast<size_t>(i * subs + b * subs_per_block + s)] = -format.offset * sum;
-        }
-        if (format.has_min) a.d_sums[static_cast<size_t>(i * blocks + b)] = d * static_cast<float>(total);
-      }
+      relay_row(format, row.data(), i, k, a);
     }
   }
+}
+
+// relay_activations of rows already rounded: x [n][k / 32].
+void relay_blocks(const PanelRowFormat& format, const BlockQ8_0* x, int64_t n, int64_t k, Activations& a) {
+  size_activations(format, n, k, a);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) relay_row(format, x + i * (k / kLegacyBlock), i, k, a);
 }
 
 // 16 weight rows: codes [k / 4][16 lanes][4], scales [k / sub_block][16], mins [k / 32][16].
@@ -381,13 +398,12 @@ std::shared_ptr<const PrelaidPanels> prelay_int8_panels(DType dtype, const std::
   return out;
 }
 
-void int8_prelaid_panel_matmul(const float* x, int64_t n, std::span<const PrelaidPanelOutput> outputs,
-                               bool accumulate) {
+namespace {
+
+// The products of int8_prelaid_panel_matmul once its activations are relayed.
+void multiply_prelaid(const Activations& a, int64_t n, std::span<const PrelaidPanelOutput> outputs, bool accumulate) {
   const PanelRowFormat& format = *outputs.front().panels->format;
   const int64_t k = outputs.front().panels->k;
-  thread_local Activations activations;
-  relay_activations(format, x, n, k, activations);
-  const Activations& a = activations;
   const TileFn* tiles = tiles_for(format);
   constexpr int64_t kTileRows = kMaxPanels * kLanes;
   const int64_t subs = k / format.sub_block, blocks = k / kLegacyBlock;
@@ -416,6 +432,22 @@ void int8_prelaid_panel_matmul(const float* x, int64_t n, std::span<const Prelai
     }
     multiply_unit(tiles, panels, rows, a, n, k, o.y + first, ldy, accumulate);
   }
+}
+
+}  // namespace
+
+void int8_prelaid_panel_matmul(const float* x, int64_t n, std::span<const PrelaidPanelOutput> outputs,
+                               bool accumulate) {
+  thread_local Activations activations;
+  relay_activations(*outputs.front().panels->format, x, n, outputs.front().panels->k, activations);
+  multiply_prelaid(activations, n, outputs, accumulate);
+}
+
+void int8_prelaid_panel_matmul_q8_0(const quant::BlockQ8_0* x, int64_t n, std::span<const PrelaidPanelOutput> outputs,
+                                    bool accumulate) {
+  thread_local Activations activations;
+  relay_blocks(*outputs.front().panels->format, x, n, outputs.front().panels->k, activations);
+  multiply_prelaid(activations, n, outputs, accumulate);
 }
 
 void int8_prelaid_panel_matmul_q16(const float* x, int64_t n, const PrelaidPanelOutput& output) {
