@@ -252,10 +252,10 @@ int64_t first_largest(const float* row, int64_t m) {
 
 // Greedy steps' output projection (matmul_wide_activations_argmax): each row's greedy pick is the
 // Q16 product's, at the same index with the same bits, and every other output is that product's
-// value or -inf; on the whole weight and on a slice of its panels ending in a partial one. Two rows
-// of x point at weight row 700, which row 2000 copies (an exact tie, later in the vocabulary) and
-// row 701 differs from by one code (a near tie): the Q8_0 first pass cannot order those alone.
-// Fewer than kArgmaxScreenRows rows, or a weight without row norms, give the Q16 product itself.
+// value or -inf; on the whole weight and on a slice of its panels. Two rows of x point at weight row
+// 700, which row 2000 copies (an exact tie, later in the vocabulary) and row 701 differs from by
+// one code (a near tie): the Q8_0 first pass cannot order those alone. Fewer than kArgmaxScreenRows
+// rows, or a weight without row norms, give the Q16 product itself.
 TEST(StoredMatmul, ArgmaxScreeningKeepsTheQ16GreedyPick) {
   std::mt19937 rng(41);
   const int64_t m = 4096, k = 256;
@@ -270,7 +270,7 @@ TEST(StoredMatmul, ArgmaxScreeningKeepsTheQ16GreedyPick) {
   WeightTensor plain = c.w;
   if (!cpu::prelay_weight(c.w, /*row_norms=*/true)) GTEST_SKIP() << "no AVX-512 VNNI on this CPU: Q8_0 stays as stored";
   ASSERT_TRUE(cpu::prelay_weight(plain));
-  const WeightTensor slice = weight_rows(c.w, 512, 2043);  // its last panel partial
+  const WeightTensor slice = weight_rows(c.w, 512, 2048);
   int64_t screened_rows = 0;
   for (int64_t n : {int64_t{4}, cpu::kArgmaxScreenRows, int64_t{16}, cpu::kRowTileMaxRows}) {
     auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);

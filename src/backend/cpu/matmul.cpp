@@ -425,35 +425,23 @@ void matmul_wide_activations_argmax(const float* x, int64_t n, const WeightTenso
       continue;
     }
     // Every output whose upper bound reaches the threshold may be the largest: its panel in Q16,
-    // adjacent panels as one run, every run of the row in one call; the others' outputs -inf.
+    // every such panel of the row in one call; the others' outputs -inf.
     outputs.clear();
-    int64_t reached = 0;
     for (int64_t first = 0; first < m; first += kPanelRows) {
-      const int64_t rows = std::min(kPanelRows, m - first);
-      if (!panel_reaches(row + first, l1 + first, rows, per_l1, threshold)) continue;
-      reached += rows;
-      if (!outputs.empty() && outputs.back().first + outputs.back().rows == w.panel_first + first) {
-        outputs.back().rows += rows;
-      } else {
-        outputs.push_back({w.panels.get(), nullptr, w.panel_first + first, rows});
+      if (panel_reaches(row + first, l1 + first, std::min(kPanelRows, m - first), per_l1, threshold)) {
+        outputs.push_back({w.panels.get(), nullptr, w.panel_first + first, std::min(kPanelRows, m - first)});
       }
     }
-    // A bound that lets a quarter of the row through screens too little to pay for the runs.
-    if (reached * 4 > m) {
-      matmul_wide_activations(x + i * k, 1, w, row);
-      continue;
-    }
-    q16.resize(static_cast<size_t>(reached));
-    int64_t at = 0;
-    for (PrelaidPanelOutput& o : outputs) {
-      o.y = q16.data() + at;
-      at += o.rows;
-    }
+    q16.resize(outputs.size() * kPanelRows);
+    for (size_t p = 0; p < outputs.size(); ++p) outputs[p].y = q16.data() + p * kPanelRows;
     int8_prelaid_panel_matmul_q16(x + i * k, 1, outputs);
     std::fill(row, row + m, -std::numeric_limits<float>::infinity());
-    for (const PrelaidPanelOutput& o : outputs) {
-      // The runs' other outputs are right too, below the largest or equal to it further on.
-      std::copy_n(o.y, o.rows, row + (o.first - w.panel_first));
+    for (size_t p = 0; p < outputs.size(); ++p) {
+      const int64_t first = outputs[p].first - w.panel_first;
+      for (int64_t r = 0; r < outputs[p].rows; ++r) {
+        // The panel's other outputs are right too, and below the largest or equal to it further on.
+        row[first + r] = q16[p * kPanelRows + static_cast<size_t>(r)];
+      }
     }
   }
 }

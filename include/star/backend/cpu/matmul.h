@@ -110,10 +110,8 @@ void matmul_wide_activations(const float* x, int64_t n, const WeightTensor& w, f
 // inputs, the rows are first multiplied with Q8_0 activations (half the Q16 products' arithmetic),
 // which differ from the Q16 outputs by at most a bound from max|x| and the weight row's Σ|w|
 // (the two roundings of x and both kernels' float sums); only the outputs whose bound reaches the
-// largest lower bound are then computed in Q16, runs of adjacent panels at a time; a row whose
-// bound lets more than a quarter of it through takes the whole Q16 product (the first pass then
-// wasted: real checkpoints with outlier channels, whose max|x| makes the bound loose, may). Otherwise
-// it is matmul_wide_activations.
+// largest lower bound are then computed in Q16, their panel at a time. Otherwise it is
+// matmul_wide_activations.
 inline constexpr int64_t kArgmaxScreenRows = 8;
 void matmul_wide_activations_argmax(const float* x, int64_t n, const WeightTensor& w, float* y);
 

@@ -476,7 +476,6 @@ void int8_prelaid_panel_matmul_q8_0(const quant::BlockQ8_0* x, int64_t n, std::s
 }
 
 void int8_prelaid_panel_matmul_q16(const float* x, int64_t n, std::span<const PrelaidPanelOutput> outputs) {
-  if (outputs.empty()) return;
   const PanelRowFormat& format = *outputs.front().panels->format;
   assert(format.sub_block == kLegacyBlock && !format.has_min);
   const int64_t k = outputs.front().panels->k, blocks = k / kLegacyBlock;
