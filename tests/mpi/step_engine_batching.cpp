@@ -5,7 +5,6 @@
 // for token, also with the own tokens of those that allow it kept on other ranks than their query
 // hosts in the batch; and Phase 1 in chunks interleaved with decoding gives the tokens of whole blocks.
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <map>
 
@@ -159,24 +158,15 @@ TEST_F(StepEngineBatching, GreedySequencesTogetherEqualEachAlone) { expect_greed
 // (cpu::matmul_wide_activations_argmax), while a sequence alone (one row) takes the Q16 product.
 class StepEngineBatchingQ8_0 : public StepEngineBatching {
  protected:
-  // Up to four ranks share CI's two cores: one OpenMP thread each, as star-server runs under
-  // mpirun, or every panel product's threads spin against the other ranks' (np 4: 28 s against 0.6).
   static void SetUpTestSuite() {
-    threads_ = omp_get_max_threads();
-    omp_set_num_threads(1);
     load("--preset tiny --seed 7 --heads 8 --kv-heads 2 --hidden 192 --max-positions 4096 --format gguf --dtype q8_0",
          "model.gguf");
   }
-  static void TearDownTestSuite() {
-    StepEngineBatching::TearDownTestSuite();
-    omp_set_num_threads(threads_);
-  }
-  static int threads_;
 };
 
-int StepEngineBatchingQ8_0::threads_ = 1;
+TEST_F(StepEngineBatchingQ8_0, GreedySequencesTogetherEqualEachAlone) { expect_greedy_together_equal_alone(); }
 
-// Twelve greedy streams on the kept context decode 8 tokens each together (12 rows a step, which
+// Twelve greedy streams on the kept context decode 24 tokens each together (12 rows a step, which
 // screen: one to four of rank 0's 286 entries a row reach the Q16 products here), and each equals
 // itself alone (one row, the Q16 product). The bound itself is StoredMatmul's
 // ArgmaxScreeningKeepsTheQ16GreedyPick: this model's top logits stand too far apart for its Q8_0
@@ -191,7 +181,7 @@ TEST_F(StepEngineBatchingQ8_0, TwelveGreedyStreamsTogetherEqualEachAlone) {
     s.id = i;
     s.context_id = "shared";
     s.query_ids = testing::random_tokens(rng, 3, vocab());
-    s.generation.max_tokens = 8;
+    s.generation.max_tokens = 24;
     s.generation.ignore_eos = true;
     schedule.push_back({std::move(s), 0});
   }
