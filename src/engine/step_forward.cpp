@@ -162,10 +162,7 @@ Result<StepForward> run_step_forward(EngineModel& model, Communicator& comm, con
     attention = split.get();
   }
   const int64_t vocab = model.config().vocab_size;
-  VocabSlice slice = vocab_slice_of_rank(vocab, comm.rank(), comm.size());
-  // The greedy candidates below read only each row's largest logit of the slice.
-  const bool greedy_candidates = comm.size() > 1 && greedy_rows_only(decoding);
-  slice.argmax_only = greedy_candidates;
+  const VocabSlice slice = vocab_slice_of_rank(vocab, comm.rank(), comm.size());
   // Several ranks share the decode rows' dense part: by columns where the model allows it (every
   // rank reads 1/ranks of each weight, which pays for one sequence too), else two or more sequences
   // by rows, each one's layers on one rank (row_sharing.h); one alone then keeps every rank computing
@@ -194,7 +191,7 @@ Result<StepForward> run_step_forward(EngineModel& model, Communicator& comm, con
     out.logits = std::move(*logits);
     return out;
   }
-  if (greedy_candidates) {
+  if (greedy_rows_only(decoding)) {
     Result<std::vector<int32_t>> tokens =
         gather_greedy_tokens(comm, *logits, static_cast<int64_t>(logit_rows.size()), vocab, keep_logits);
     if (!tokens.ok()) return tokens.status();

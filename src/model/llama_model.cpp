@@ -40,9 +40,8 @@ Result<LlamaModel> LlamaModel::create(LlamaConfig config, LlamaWeights weights) 
     }
   }
   // The output projection's decode rows too; its stored rows stay, for the embedding it may share
-  // and for a prompt's many logit rows (matmul_wide_activations). Its row norms let greedy steps
-  // screen the vocabulary (matmul_wide_activations_argmax).
-  cpu::prelay_weight(weights.lm_head, /*row_norms=*/true);
+  // and for a prompt's many logit rows (matmul_wide_activations).
+  cpu::prelay_weight(weights.lm_head);
   return LlamaModel(std::move(config), std::move(weights), std::move(*rope));
 }
 
@@ -250,12 +249,8 @@ std::vector<float> LlamaModel::logits_of(const float* rows, int64_t count, Vocab
   if (count == 0 || vocab.count == 0) return logits;
   std::vector<float> h(count * c.dim);
   cpu::rms_norm(rows, count, c.dim, weights_.final_norm.f32(), static_cast<float>(c.rms_norm_eps), h.data());
-  const WeightTensor lm_head = weight_rows(weights_.lm_head, vocab.first, vocab.count);
-  if (vocab.argmax_only) {
-    cpu::matmul_wide_activations_argmax(h.data(), count, lm_head, logits.data());
-  } else {
-    cpu::matmul_wide_activations(h.data(), count, lm_head, logits.data());
-  }
+  cpu::matmul_wide_activations(h.data(), count, weight_rows(weights_.lm_head, vocab.first, vocab.count),
+                               logits.data());
   return logits;
 }
 

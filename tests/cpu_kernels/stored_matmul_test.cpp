@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <limits>
 #include <random>
 
 #include "cpu_kernels/attention_reference.h"
@@ -239,74 +238,6 @@ TEST(StoredMatmul, RowsRoundedToQ8BlocksInPiecesEqualTheFloatRows) {
       }
     }
   }
-}
-
-// A row's greedy pick: its first largest output that is not NaN (-1 where every one is NaN).
-int64_t first_largest(const float* row, int64_t m) {
-  int64_t best = -1;
-  for (int64_t j = 0; j < m; ++j) {
-    if (!std::isnan(row[j]) && (best < 0 || row[j] > row[best])) best = j;
-  }
-  return best;
-}
-
-// Greedy steps' output projection (matmul_wide_activations_argmax): each row's greedy pick is the
-// Q16 product's, at the same index with the same bits, and every other output is that product's
-// value or -inf; on the whole weight and on a slice of its panels. Two rows of x point at weight row
-// 700, which row 2000 copies (an exact tie, later in the vocabulary) and row 701 differs from by
-// one code (a near tie): the Q8_0 first pass cannot order those alone. Fewer than kArgmaxScreenRows
-// rows, or a weight without row norms, give the Q16 product itself.
-TEST(StoredMatmul, ArgmaxScreeningKeepsTheQ16GreedyPick) {
-  std::mt19937 rng(41);
-  const int64_t m = 4096, k = 256;
-  Case c = random_case(DType::kQ8_0, m, k, rng);
-  const size_t row_bytes = c.w.row_bytes();
-  std::copy_n(c.bytes.data() + 700 * row_bytes, row_bytes, c.bytes.data() + 2000 * row_bytes);
-  std::copy_n(c.bytes.data() + 700 * row_bytes, row_bytes, c.bytes.data() + 701 * row_bytes);
-  auto* near = reinterpret_cast<quant::BlockQ8_0*>(c.bytes.data() + 701 * row_bytes);
-  near[3].qs[5] = static_cast<int8_t>(near[3].qs[5] < 127 ? near[3].qs[5] + 1 : 126);
-  std::vector<float> lead(static_cast<size_t>(k));
-  quant::dequantize_rows(DType::kQ8_0, c.bytes.data() + 700 * row_bytes, 1, k, lead.data());
-  WeightTensor plain = c.w;
-  if (!cpu::prelay_weight(c.w, /*row_norms=*/true)) GTEST_SKIP() << "no AVX-512 VNNI on this CPU: Q8_0 stays as stored";
-  ASSERT_TRUE(cpu::prelay_weight(plain));
-  const WeightTensor slice = weight_rows(c.w, 512, 2048);
-  int64_t screened_rows = 0;
-  for (int64_t n : {int64_t{4}, cpu::kArgmaxScreenRows, int64_t{16}, cpu::kRowTileMaxRows}) {
-    auto x = testing::random_tensor(static_cast<size_t>(n * k), rng);
-    for (int64_t j = 0; j < k; ++j) {
-      x[static_cast<size_t>(j)] = lead[static_cast<size_t>(j)];
-      x[static_cast<size_t>(k + j)] = lead[static_cast<size_t>(j)] + 1e-3f * x[static_cast<size_t>(k + j)];
-    }
-    for (const WeightTensor* w : {static_cast<const WeightTensor*>(&c.w), &slice, static_cast<const WeightTensor*>(&plain)}) {
-      const int64_t rows = w->rows();
-      std::vector<float> want(static_cast<size_t>(n * rows)), got(want.size());
-      cpu::matmul_wide_activations(x.data(), n, *w, want.data());
-      cpu::matmul_wide_activations_argmax(x.data(), n, *w, got.data());
-      for (int64_t i = 0; i < n; ++i) {
-        const float* g = got.data() + i * rows;
-        const float* e = want.data() + i * rows;
-        const int64_t pick = first_largest(e, rows);
-        ASSERT_EQ(first_largest(g, rows), pick) << "n=" << n << ", " << rows << " rows, row " << i;
-        ASSERT_EQ(std::bit_cast<uint32_t>(g[pick]), std::bit_cast<uint32_t>(e[pick])) << "n=" << n << ", row " << i;
-        int64_t kept = 0;
-        for (int64_t j = 0; j < rows; ++j) {
-          if (g[j] == -std::numeric_limits<float>::infinity() && e[j] != g[j]) continue;
-          ASSERT_EQ(std::bit_cast<uint32_t>(g[j]), std::bit_cast<uint32_t>(e[j])) << "n=" << n << ", row " << i << ", output " << j;
-          ++kept;
-        }
-        if (n < cpu::kArgmaxScreenRows || w == &plain) {
-          EXPECT_EQ(kept, rows) << "n=" << n << ": not screened";
-        } else if (kept < rows / 2) {
-          ++screened_rows;
-        }
-      }
-      // The ties are at the top of x's first row: row 700 or its near copy 701, never the later copy.
-      const int64_t top = first_largest(got.data(), rows) + (w == &slice ? 512 : 0);
-      EXPECT_TRUE(top == 700 || top == 701) << "n=" << n << ": row " << top;
-    }
-  }
-  EXPECT_GT(screened_rows, 0) << "the first pass never left out most of a row";
 }
 
 // The m outputs of each of x's first `count` rows (k elements each) multiplied alone:

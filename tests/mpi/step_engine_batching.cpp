@@ -22,9 +22,8 @@ using testing::ScheduledRequest;
 
 class StepEngineBatching : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { load("--preset tiny --seed 7 --heads 8 --kv-heads 2 --max-positions 4096"); }
-  static void load(const std::string& args, const char* file = "") {
-    dir_ = new testing::SharedModelDir(args, file);
+  static void SetUpTestSuite() {
+    dir_ = new testing::SharedModelDir("--preset tiny --seed 7 --heads 8 --kv-heads 2 --max-positions 4096");
     ASSERT_TRUE(dir_->ok());
     auto m = open_model(dir_->path());
     ASSERT_TRUE(m.ok()) << m.status().to_string();
@@ -76,36 +75,6 @@ class StepEngineBatching : public ::testing::Test {
     return plan.ok() && plan->query_host != spec.own_host;
   }
 
-  // Many greedy sequences decoding together, some with their own tokens off the query host, get
-  // each the tokens it gets alone.
-  void expect_greedy_together_equal_alone() {
-    StepEngine engine(*model_, comm_, StepLimits{.max_num_batched_tokens = 32});
-    keep_shared_context(engine);
-    std::vector<ScheduledRequest> schedule;
-    for (ScheduledRequest& r : mixed_schedule(/*spread_own=*/true)) {
-      if (r.spec.generation.sampling.temperature != 0.f || r.spec.attention.sparse.algorithm == "rocket") continue;
-      r.admit_at_step = 0;
-      schedule.push_back(std::move(r));
-    }
-    ASSERT_GE(schedule.size(), 8u);
-    expect_each_alone_the_same(engine, schedule);
-  }
-
-  // Runs the schedule, then each request alone (own tokens on its query host): the same tokens.
-  void expect_each_alone_the_same(StepEngine& engine, const std::vector<ScheduledRequest>& schedule) {
-    std::map<int64_t, RequestRecord> together = testing::run_schedule(engine, comm_, schedule);
-    for (const ScheduledRequest& r : schedule) {
-      SCOPED_TRACE("request " + std::to_string(r.spec.id) + " (" + r.spec.attention.algorithm + ")");
-      SequenceSpec on_query_host = r.spec;
-      on_query_host.own_host = -1;
-      std::map<int64_t, RequestRecord> alone = testing::run_schedule(engine, comm_, {{on_query_host, 0}});
-      if (comm_.rank() != 0) continue;
-      ASSERT_TRUE(together[r.spec.id].error.ok()) << together[r.spec.id].error.to_string();
-      EXPECT_EQ(together[r.spec.id].tokens, alone[r.spec.id].tokens);
-      EXPECT_EQ(together[r.spec.id].finish_reason, alone[r.spec.id].finish_reason);
-    }
-  }
-
   std::unique_ptr<MpiCommunicator> world_ = testing::world();
   Communicator& comm_ = *world_;
   static testing::SharedModelDir* dir_;
@@ -150,42 +119,30 @@ TEST_F(StepEngineBatching, TwentyFourMixedRequestsTogetherEqualEachAlone) {
   EXPECT_TRUE(engine.idle());
 }
 
-// Steps where every row is greedy send the ranks' slice candidates instead of the logits.
-TEST_F(StepEngineBatching, GreedySequencesTogetherEqualEachAlone) { expect_greedy_together_equal_alone(); }
-
-// Q8_0 weights: on AVX-512 VNNI the output projection has panels with row norms, so the greedy
-// steps of 8 or more rows screen each rank's vocabulary slice with Q8_0 activations first
-// (cpu::matmul_wide_activations_argmax), while a sequence alone (one row) takes the Q16 product.
-class StepEngineBatchingQ8_0 : public StepEngineBatching {
- protected:
-  static void SetUpTestSuite() {
-    load("--preset tiny --seed 7 --heads 8 --kv-heads 2 --hidden 192 --max-positions 4096 --format gguf --dtype q8_0",
-         "model.gguf");
-  }
-};
-
-TEST_F(StepEngineBatchingQ8_0, GreedySequencesTogetherEqualEachAlone) { expect_greedy_together_equal_alone(); }
-
-// Twelve greedy streams on the kept context decode 24 tokens each together (12 rows a step, which
-// screen: one to four of rank 0's 286 entries a row reach the Q16 products here), and each equals
-// itself alone (one row, the Q16 product). The bound itself is StoredMatmul's
-// ArgmaxScreeningKeepsTheQ16GreedyPick: this model's top logits stand too far apart for its Q8_0
-// first pass alone to pick another token.
-TEST_F(StepEngineBatchingQ8_0, TwelveGreedyStreamsTogetherEqualEachAlone) {
-  StepEngine engine(*model_, comm_, StepLimits{.max_num_batched_tokens = 64});
+// Steps where every row is greedy send the ranks' slice candidates instead of the logits: many
+// greedy sequences decoding together, some with their own tokens off the query host, get each the
+// tokens it gets alone.
+TEST_F(StepEngineBatching, GreedySequencesTogetherEqualEachAlone) {
+  StepEngine engine(*model_, comm_, StepLimits{.max_num_batched_tokens = 32});
   keep_shared_context(engine);
-  std::mt19937 rng(9);
   std::vector<ScheduledRequest> schedule;
-  for (int64_t i = 1; i <= 12; ++i) {
-    SequenceSpec s;
-    s.id = i;
-    s.context_id = "shared";
-    s.query_ids = testing::random_tokens(rng, 3, vocab());
-    s.generation.max_tokens = 24;
-    s.generation.ignore_eos = true;
-    schedule.push_back({std::move(s), 0});
+  for (ScheduledRequest& r : mixed_schedule(/*spread_own=*/true)) {
+    if (r.spec.generation.sampling.temperature != 0.f || r.spec.attention.sparse.algorithm == "rocket") continue;
+    r.admit_at_step = 0;
+    schedule.push_back(std::move(r));
   }
-  expect_each_alone_the_same(engine, schedule);
+  ASSERT_GE(schedule.size(), 8u);
+  std::map<int64_t, RequestRecord> together = testing::run_schedule(engine, comm_, schedule);
+  for (const ScheduledRequest& r : schedule) {
+    SCOPED_TRACE("request " + std::to_string(r.spec.id) + " (" + r.spec.attention.algorithm + ")");
+    SequenceSpec on_query_host = r.spec;
+    on_query_host.own_host = -1;
+    std::map<int64_t, RequestRecord> alone = testing::run_schedule(engine, comm_, {{on_query_host, 0}});
+    if (comm_.rank() != 0) continue;
+    ASSERT_TRUE(together[r.spec.id].error.ok()) << together[r.spec.id].error.to_string();
+    EXPECT_EQ(together[r.spec.id].tokens, alone[r.spec.id].tokens);
+    EXPECT_EQ(together[r.spec.id].finish_reason, alone[r.spec.id].finish_reason);
+  }
 }
 
 // Own tokens may leave the query host only beside a plain context: a RocketKV request that names

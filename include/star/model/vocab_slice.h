@@ -9,14 +9,10 @@
 
 namespace star {
 
-// Entries [first, first + count). With `argmax_only` the caller reads only each row's greedy pick
-// (its first largest logit that is not NaN): that logit must be right, at its place; an entry that
-// cannot be the largest may hold -inf instead (the CPU's output projection then skips most of its
-// 16-bit products, cpu::matmul_wide_activations_argmax); a backend may still compute them all.
+// Entries [first, first + count).
 struct VocabSlice {
   int64_t first = 0;
   int64_t count = -1;  // -1: to the end of the vocabulary
-  bool argmax_only = false;
 };
 
 // The slice with count -1 made explicit, or INVALID_ARGUMENT when [first, first + count) does not

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <cmath>
 #include <limits>
 #include <span>
 #include <vector>
@@ -263,28 +262,17 @@ const DotKernel* wide_activation_kernel(DType dtype, Isa isa) {
   return q16 != nullptr ? q16 : find_float_dot_kernel(dtype, isa);
 }
 
-namespace {
-
-// Whether matmul_wide_activations multiplies n rows by w in its prelaid panels, with Q16 codes:
-// they take the few rows in place of the Q16 row tiles, the same codes and exact block sums, each
-// load of 16 weight rows' codes serving up to 6 activation rows, where a row tile loads 2 weight
-// rows per 4 (16 rows against half of `small`'s vocabulary: 5.3 -> 2.3 ms).
-bool wide_activations_on_panels(const WeightTensor& w, int64_t n) {
-  const DotKernel* kernel = wide_activation_kernel(w.dtype, best_isa());
-  return w.panels != nullptr && kernel != nullptr && n <= row_dot_max_rows(*kernel);
-}
-
-}  // namespace
-
 void matmul_wide_activations(const float* x, int64_t n, const WeightTensor& w, float* y) {
   if (w.dtype == DType::kF32 || n == 0 || w.rows() == 0 || w.cols() == 0) {
     matmul(x, n, w, y);
     return;
   }
   const DotKernel* kernel = wide_activation_kernel(w.dtype, best_isa());
-  if (wide_activations_on_panels(w, n)) {
-    const PrelaidPanelOutput output{w.panels.get(), y, w.panel_first, w.rows()};
-    int8_prelaid_panel_matmul_q16(x, n, {&output, 1});
+  // Prelaid panels take the few rows in place of the Q16 row tiles: the same Q16 codes and exact
+  // block sums, each load of 16 weight rows' codes serving up to 6 activation rows, where a row
+  // tile loads 2 weight rows per 4 (16 rows against half of `small`'s vocabulary: 5.3 -> 2.3 ms).
+  if (w.panels != nullptr && kernel != nullptr && n <= row_dot_max_rows(*kernel)) {
+    int8_prelaid_panel_matmul_q16(x, n, {w.panels.get(), y, w.panel_first, w.rows()});
     return;
   }
   if (kernel != nullptr && n <= row_dot_max_rows(*kernel)) {
@@ -314,136 +302,10 @@ bool int8_panels_for(DType dtype, Isa isa) {
 
 bool prelays_int8_panels(DType dtype, Isa isa) { return dtype == DType::kQ8_0 && int8_panels_for(dtype, isa); }
 
-bool prelay_weight(WeightTensor& w, bool row_norms) {
+bool prelay_weight(WeightTensor& w) {
   if (w.shape.size() != 2 || w.rows() == 0 || w.cols() == 0 || !prelays_int8_panels(w.dtype, best_isa())) return false;
-  w.panels = prelay_int8_panels(w.dtype, w.data, w.row_bytes(), w.rows(), w.cols(), row_norms);
+  w.panels = prelay_int8_panels(w.dtype, w.data, w.row_bytes(), w.rows(), w.cols());
   return true;
-}
-
-namespace {
-
-// max|x| of a row, or +inf where it holds inf or NaN.
-float row_max_abs(const float* x, int64_t k) {
-  float most = 0.f;
-  for (int64_t i = 0; i < k; ++i) {
-    if (!std::isfinite(x[i])) return std::numeric_limits<float>::infinity();
-    most = std::max(most, std::fabs(x[i]));
-  }
-  return most;
-}
-
-// How far a Q8_0-activation output may lie from the Q16 one, per unit of the weight row's Σ|w|, for
-// a row of max|x| = `most` and k elements. Each Q8_0 code is x/d rounded (d = most_of_block/127,
-// by way of 1/d: within 2^-16 of half a step), then multiplied by d rounded to f16 (|q| <= 127
-// times f16's relative 2^-11, or 2^-25 below f16's normal range); each Q16 code within 2^-7 of half
-// a step of most/32767. Both kernels sum k/32 block products in float, each rounded a few times:
-// (k/32 + 3)·2^-24 of Σ|w|·|x̂| each, |x̂| <= 1.01·most. The whole grown by 2^-10 for what this
-// leaves out (d's own roundings).
-double screen_bound_per_l1(double most, int64_t k) {
-  const double q8 = most / 127 * (0.5 + std::ldexp(1.0, -16) + 127 * std::ldexp(1.0, -11)) + 127 * std::ldexp(1.0, -25);
-  const double q16 = most / 32767 * (0.5 + std::ldexp(1.0, -7));
-  const double sums = 2 * 1.01 * most * (static_cast<double>(k) / quant::kLegacyBlock + 3) * std::ldexp(1.0, -24);
-  return (q8 + q16 + sums) * (1 + std::ldexp(1.0, -10));
-}
-
-// For one row of Q8_0 first-pass outputs `row` [m], within c·l1[j] of their Q16 values: the
-// threshold an output's upper bound must reach to possibly be the largest, the largest lower bound
-// less a slack for the float arithmetic here (which only lets more outputs through). False where an
-// output is not finite.
-bool screen_threshold(const float* row, const float* l1, int64_t m, float c, float& threshold) {
-  constexpr float kInf = std::numeric_limits<float>::infinity();
-  simd::Vec lower = simd::splat(-kInf), magnitude = simd::splat(0.f), norm = simd::splat(0.f);
-  simd::IVec finite = simd::IVec{} - 1;
-  int64_t j = 0;
-  for (; j + simd::kLanes <= m; j += simd::kLanes) {
-    const simd::Vec v = simd::load(row + j), bound = c * simd::load(l1 + j);
-    const simd::Vec size = simd::as_float(simd::as_int(v) & 0x7fffffff);
-    finite &= size <= std::numeric_limits<float>::max();
-    lower = simd::max(lower, v - bound);
-    magnitude = simd::max(magnitude, size);
-    norm = simd::max(norm, simd::load(l1 + j));
-  }
-  float floor = simd::reduce_max(lower), most = simd::reduce_max(magnitude), widest = simd::reduce_max(norm);
-  bool all_finite = true;
-  for (int i = 0; i < simd::kLanes; ++i) all_finite = all_finite && finite[i] != 0;
-  for (; j < m; ++j) {
-    all_finite = all_finite && std::isfinite(row[j]);
-    floor = std::max(floor, row[j] - c * l1[j]);
-    most = std::max(most, std::fabs(row[j]));
-    widest = std::max(widest, l1[j]);
-  }
-  if (!all_finite) return false;
-  // Each of these float steps rounds by at most 2^-24 of |row| + c·l1; 2^-20 of the largest covers both
-  // sides many times over.
-  threshold = floor - std::ldexp(most + c * widest, -20);
-  return true;
-}
-
-// Whether any of a panel's `rows` outputs has an upper bound (row + c·l1) that reaches `threshold`.
-bool panel_reaches(const float* row, const float* l1, int64_t rows, float c, float threshold) {
-  int64_t j = 0;
-  if (rows == kPanelRows && kPanelRows % simd::kLanes == 0) {
-    simd::IVec reach{};
-    for (; j < kPanelRows; j += simd::kLanes) reach |= simd::load(row + j) + c * simd::load(l1 + j) >= threshold;
-    for (int i = 0; i < simd::kLanes; ++i) {
-      if (reach[i] != 0) return true;
-    }
-    return false;
-  }
-  for (; j < rows; ++j) {
-    if (row[j] + c * l1[j] >= threshold) return true;
-  }
-  return false;
-}
-
-}  // namespace
-
-void matmul_wide_activations_argmax(const float* x, int64_t n, const WeightTensor& w, float* y) {
-  const int64_t m = w.rows(), k = w.cols();
-  if (n < kArgmaxScreenRows || m == 0 || !wide_activations_on_panels(w, n) || w.panels->row_l1.empty()) {
-    matmul_wide_activations(x, n, w, y);
-    return;
-  }
-  std::vector<float> most(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) most[static_cast<size_t>(i)] = row_max_abs(x + i * k, k);
-  if (std::any_of(most.begin(), most.end(), [](float v) { return !std::isfinite(v); })) {
-    matmul_wide_activations(x, n, w, y);
-    return;
-  }
-  matmul(x, n, w, y);  // Q8_0 activations, on the panels
-  const float* l1 = w.panels->row_l1.data() + w.panel_first;
-  std::vector<float> q16;
-  std::vector<PrelaidPanelOutput> outputs;
-  for (int64_t i = 0; i < n; ++i) {
-    float* row = y + i * m;
-    // Rounded up: a larger bound only lets more outputs through.
-    const float per_l1 = std::nextafter(static_cast<float>(screen_bound_per_l1(most[static_cast<size_t>(i)], k)),
-                                        std::numeric_limits<float>::infinity());
-    float threshold = 0.f;
-    if (!screen_threshold(row, l1, m, per_l1, threshold)) {
-      matmul_wide_activations(x + i * k, 1, w, row);
-      continue;
-    }
-    // Every output whose upper bound reaches the threshold may be the largest: its panel in Q16,
-    // every such panel of the row in one call; the others' outputs -inf.
-    outputs.clear();
-    for (int64_t first = 0; first < m; first += kPanelRows) {
-      if (panel_reaches(row + first, l1 + first, std::min(kPanelRows, m - first), per_l1, threshold)) {
-        outputs.push_back({w.panels.get(), nullptr, w.panel_first + first, std::min(kPanelRows, m - first)});
-      }
-    }
-    q16.resize(outputs.size() * kPanelRows);
-    for (size_t p = 0; p < outputs.size(); ++p) outputs[p].y = q16.data() + p * kPanelRows;
-    int8_prelaid_panel_matmul_q16(x + i * k, 1, outputs);
-    std::fill(row, row + m, -std::numeric_limits<float>::infinity());
-    for (size_t p = 0; p < outputs.size(); ++p) {
-      const int64_t first = outputs[p].first - w.panel_first;
-      for (int64_t r = 0; r < outputs[p].rows; ++r) {
-        // The panel's other outputs are right too, and below the largest or equal to it further on.
-        row[first + r] = q16[p * kPanelRows + static_cast<size_t>(r)];
-      }
-    }
-  }
 }
 
 void matmul_forced(MatmulPath path, const float* x, int64_t n, const WeightTensor& w, float* y, bool wide_activations) {
@@ -467,7 +329,7 @@ void matmul_forced(MatmulPath path, const float* x, int64_t n, const WeightTenso
       assert(w.panels != nullptr);
       const PrelaidPanelOutput prelaid{w.panels.get(), y, w.panel_first, w.rows()};
       if (wide_activations) {
-        int8_prelaid_panel_matmul_q16(x, n, {&prelaid, 1});
+        int8_prelaid_panel_matmul_q16(x, n, prelaid);
       } else {
         int8_prelaid_panel_matmul(x, n, {&prelaid, 1}, /*accumulate=*/false);
       }

@@ -55,8 +55,7 @@ const DotKernel* few_rows_kernel(DType dtype, Isa isa);
 bool prelays_int8_panels(DType dtype, Isa isa);
 
 // Packs w into w.panels where prelays_int8_panels(w.dtype, best_isa()); returns whether it did.
-// `row_norms` also keeps each row's Σ|w| (for matmul_wide_activations_argmax).
-bool prelay_weight(WeightTensor& w, bool row_norms = false);
+bool prelay_weight(WeightTensor& w);
 
 // y[n, m] = x[n, k] · w[m, k]^T, or y += ... when `accumulate`, where w is [m, k] of any DType.
 // Weights with panels (prelay_weight) are multiplied in them.
@@ -101,19 +100,6 @@ const DotKernel* wide_activation_kernel(DType dtype, Isa isa);
 // panels (prelay_weight) takes its few rows in them with the same Q16 codes
 // (int8_prelaid_panel_matmul_q16).
 void matmul_wide_activations(const float* x, int64_t n, const WeightTensor& w, float* y);
-
-// matmul_wide_activations for a caller that needs only each row's greedy pick (its first largest
-// output that is not NaN): that output comes out at the same index with the same bits, and an
-// output that cannot be the largest may hold -inf instead of its value. Where
-// matmul_wide_activations takes the rows in the prelaid panels (Q16 codes; up to kRowTileMaxRows
-// rows), with at least kArgmaxScreenRows rows, row norms (prelay_weight's row_norms) and finite
-// inputs, the rows are first multiplied with Q8_0 activations (half the Q16 products' arithmetic),
-// which differ from the Q16 outputs by at most a bound from max|x| and the weight row's Σ|w|
-// (the two roundings of x and both kernels' float sums); only the outputs whose bound reaches the
-// largest lower bound are then computed in Q16, their panel at a time. Otherwise it is
-// matmul_wide_activations.
-inline constexpr int64_t kArgmaxScreenRows = 8;
-void matmul_wide_activations_argmax(const float* x, int64_t n, const WeightTensor& w, float* y);
 
 // The ways matmul can multiply, forced (not accumulating), for `star-bench matmul`, which measures
 // where they cross: the row dots one (weight row, activation row) pair at a time, the same with the

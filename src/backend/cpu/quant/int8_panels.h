@@ -55,13 +55,12 @@ struct PrelaidPanels {
   int64_t m, k;
   std::vector<uint8_t> codes;
   std::vector<float> scales, mins;
-  std::vector<float> row_l1;  // Σ|w| of each row, rounded up; empty unless asked for (row_norms)
 };
 
-// `w`'s m rows (w_row_bytes apart, k elements each) packed into panels, by the OpenMP threads, with
-// each row's Σ|w| where `row_norms`. Requires a format for `dtype` and best_isa() == kAvx512.
+// `w`'s m rows (w_row_bytes apart, k elements each) packed into panels, by the OpenMP threads.
+// Requires a format for `dtype` and best_isa() == kAvx512.
 std::shared_ptr<const PrelaidPanels> prelay_int8_panels(DType dtype, const std::byte* w, size_t w_row_bytes,
-                                                        int64_t m, int64_t k, bool row_norms = false);
+                                                        int64_t m, int64_t k);
 
 // One product of int8_prelaid_panel_matmul: y[i·rows + r − first] = Σ_j w[r, j]·x̂[i, j] for
 // w = panels, r in [first, first + rows): all of them by default, else a slice starting at a panel
@@ -85,14 +84,13 @@ void int8_prelaid_panel_matmul(const float* x, int64_t n, std::span<const Prelai
 void int8_prelaid_panel_matmul_q8_0(const quant::BlockQ8_0* x, int64_t n, std::span<const PrelaidPanelOutput> outputs,
                                     bool accumulate);
 
-// Outputs of a Q8_0 weight's panels (its format's sub-block 32, no min) against x rounded to Q16
+// One output of a Q8_0 weight's panels (its format's sub-block 32, no min) against x rounded to Q16
 // activations instead (dot_kernels.h's ActivationType::kQ16: 16 bits a code in a signed high and an
 // unsigned low byte plane): the output projection, which Q8_0 activations cost its top token
 // (matmul_wide_activations). Two vpdpbusd a panel group: the high plane against the codes as
 // stored (unsigned), then, the sum shifted 8 bits, the low plane against the codes less their
 // offset (signed), so each block's Σ w·q is exact in int32 before its float scaling. As
-// int8_prelaid_panel_matmul, each output is the same instructions whatever n and its place, and
-// several outputs (of one format and k) take one rounding of x.
-void int8_prelaid_panel_matmul_q16(const float* x, int64_t n, std::span<const PrelaidPanelOutput> outputs);
+// int8_prelaid_panel_matmul, each output is the same instructions whatever n and its place.
+void int8_prelaid_panel_matmul_q16(const float* x, int64_t n, const PrelaidPanelOutput& output);
 
 }  // namespace star::cpu

@@ -6,9 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
-#include <cmath>
 #include <cstring>
-#include <limits>
 #include <utility>
 #include <vector>
 
@@ -375,7 +373,7 @@ void int8_panel_matmul(DType dtype, const std::byte* w, size_t w_row_bytes, int6
 }
 
 std::shared_ptr<const PrelaidPanels> prelay_int8_panels(DType dtype, const std::byte* w, size_t w_row_bytes,
-                                                        int64_t m, int64_t k, bool row_norms) {
+                                                        int64_t m, int64_t k) {
   const PanelRowFormat& format = *find_panel_row_format(dtype);
   auto out = std::make_shared<PrelaidPanels>();
   out->format = &format;
@@ -385,7 +383,6 @@ std::shared_ptr<const PrelaidPanels> prelay_int8_panels(DType dtype, const std::
   out->codes.resize(static_cast<size_t>(count * kLanes * k));
   out->scales.resize(static_cast<size_t>(count * kLanes * subs));
   out->mins.resize(format.has_min ? static_cast<size_t>(count * kLanes * blocks) : 0);
-  out->row_l1.resize(row_norms ? static_cast<size_t>(m) : 0);
   PrelaidPanels& p = *out;
 #pragma omp parallel
   {
@@ -396,19 +393,6 @@ std::shared_ptr<const PrelaidPanels> prelay_int8_panels(DType dtype, const std::
       pack_panel_into(format, w + i * kLanes * w_row_bytes, w_row_bytes, std::min<int64_t>(kLanes, m - i * kLanes), k,
                       scratch, p.codes.data() + i * kLanes * k, p.scales.data() + i * kLanes * subs,
                       format.has_min ? p.mins.data() + i * kLanes * blocks : nullptr);
-      if (!row_norms) continue;
-      // The rows pack_panel_into unpacked are still in the scratch.
-      for (int64_t r = 0; r < std::min<int64_t>(kLanes, m - i * kLanes); ++r) {
-        double l1 = 0;
-        for (int64_t j = 0; j < k; ++j) {
-          const double scale = scratch.row_scales[static_cast<size_t>(r * subs + j / format.sub_block)];
-          const double min = format.has_min ? scratch.row_mins[static_cast<size_t>(r * blocks + j / kLegacyBlock)] : 0.0;
-          l1 += std::fabs(scale * (scratch.row_codes[static_cast<size_t>(r * k + j)] - format.offset) - min);
-        }
-        // Rounded up, so that it bounds the sum it stands for.
-        p.row_l1[static_cast<size_t>(i * kLanes + r)] =
-            std::nextafter(static_cast<float>(l1), std::numeric_limits<float>::infinity());
-      }
     }
   }
   return out;
@@ -466,38 +450,29 @@ void int8_prelaid_panel_matmul_q8_0(const quant::BlockQ8_0* x, int64_t n, std::s
   multiply_prelaid(activations, n, outputs, accumulate);
 }
 
-void int8_prelaid_panel_matmul_q16(const float* x, int64_t n, std::span<const PrelaidPanelOutput> outputs) {
-  const PanelRowFormat& format = *outputs.front().panels->format;
+void int8_prelaid_panel_matmul_q16(const float* x, int64_t n, const PrelaidPanelOutput& output) {
+  const PrelaidPanels& p = *output.panels;
+  const PanelRowFormat& format = *p.format;
   assert(format.sub_block == kLegacyBlock && !format.has_min);
-  const int64_t k = outputs.front().panels->k, blocks = k / kLegacyBlock;
+  const int64_t k = p.k, blocks = k / kLegacyBlock;
   thread_local Q16Activations activations;
   relay_q16_activations(format.offset, x, n, k, activations);
   const Q16Activations& a = activations;
-  const auto rows_of = [](const PrelaidPanelOutput& o) { return o.rows < 0 ? o.panels->m - o.first : o.rows; };
-  const auto count_of = [&](const PrelaidPanelOutput& o) { return (rows_of(o) + kLanes - 1) / kLanes; };
-  int64_t total = 0;
-  for (const PrelaidPanelOutput& o : outputs) {
-    assert(o.first % kLanes == 0 && o.first + rows_of(o) <= o.panels->m);
-    total += count_of(o);
-  }
+  const int64_t ldy = output.rows < 0 ? p.m - output.first : output.rows;
+  assert(output.first % kLanes == 0 && output.first + ldy <= p.m);
+  const int64_t count = (ldy + kLanes - 1) / kLanes;
   // One panel a tile: read from memory, a tile of two panels streams from two places at once and
   // ran 6-55% slower here (one row 9.1 against 5.9 ms on a 131072x768 weight, 16 rows 22.9 against
   // 21.5); the activation rows of a tile still share each of its loads.
 #pragma omp parallel for schedule(dynamic, 1)
-  for (int64_t g = 0; g < total; ++g) {
-    int64_t q = g;
-    size_t t = 0;
-    while (q >= count_of(outputs[t])) q -= count_of(outputs[t++]);
-    const PrelaidPanelOutput& o = outputs[t];
-    const PrelaidPanels& p = *o.panels;
-    const int64_t ldy = rows_of(o);
-    const int64_t index = o.first / kLanes + q;
+  for (int64_t q = 0; q < count; ++q) {
+    const int64_t index = output.first / kLanes + q;
     const Panel panel{p.codes.data() + index * kLanes * k, p.scales.data() + index * kLanes * blocks, nullptr};
     const int rows = static_cast<int>(std::min<int64_t>(kLanes, ldy - q * kLanes));
     const auto lanes = static_cast<__mmask16>((1u << rows) - 1);
     for (int64_t i = 0; i < n; i += kMaxXRows) {
       const int r = static_cast<int>(std::min<int64_t>(kMaxXRows, n - i));
-      kQ16Tiles[r - 1](&panel, a, i, k, format.offset, o.y + q * kLanes, ldy, lanes);
+      kQ16Tiles[r - 1](&panel, a, i, k, format.offset, output.y + q * kLanes, ldy, lanes);
     }
   }
 }
