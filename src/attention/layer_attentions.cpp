@@ -59,9 +59,18 @@ Status RingSegmentAttention::attend(int64_t layer, const float* q, const float* 
     const int64_t rows = segment_tokens_[source];
     if (source > me || rows == 0) return ok_status();  // later segments are causally invisible
     const double t0 = process_cpu_seconds();
-    cpu::attention_forward(q, n, kv.data(), kv.data() + rows * kvf, rows, shape_.n_heads, shape_.n_kv_heads,
-                           shape_.head_dim, scale, AttentionMask{}, partial_out_.data() + next * n * qf,
-                           partial_lse_.data() + next * n * H, skip_softmax());
+    KvRows keys = KvRows::f32(kv.data()), values = KvRows::f32(kv.data() + rows * kvf);
+    if (shard_.dtype() == KvDType::kBF16) {
+      // The kernel may multiply a bf16 cache's rows as bf16 pairs (cpu::attention_rounds_to_bf16),
+      // which float32 rows never take: the segment goes in as the bf16 rows it was rounded to.
+      segment_bf16_.resize(static_cast<size_t>(kv_bytes(KvDType::kBF16, 2 * rows * kvf)));
+      encode_kv(KvDType::kBF16, kv.data(), 2 * rows * kvf, segment_bf16_.data());
+      keys = KvRows{segment_bf16_.data(), KvDType::kBF16};
+      values = keys.at(rows * kvf);
+    }
+    cpu::attention_forward(q, n, keys, values, rows, shape_.n_heads, shape_.n_kv_heads, shape_.head_dim, scale,
+                           AttentionMask{}, partial_out_.data() + next * n * qf, partial_lse_.data() + next * n * H,
+                           skip_softmax());
     attending += process_cpu_seconds() - t0;
     ++next;
     return ok_status();

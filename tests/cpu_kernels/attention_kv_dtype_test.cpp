@@ -1,8 +1,8 @@
 // attention_forward on bf16 and q8_0 K/V read as stored: bit for bit the float32 kernel run on
 // decode_kv's values of the same rows (the kernel decodes each tile to those values and then runs
 // the float32 arithmetic), and within float rounding of the double-precision reference on them.
-// Where the build multiplies bf16 pairs (attention_rounds_to_bf16: decoding on a bf16 cache with
-// AVX512-BF16), the reference takes the kernel's rounded queries and allows for its rounded
+// Where the build multiplies bf16 pairs (attention_rounds_to_bf16: a bf16 cache with AVX512-BF16,
+// prefill and decoding alike), the reference takes the kernel's rounded queries and allows for its rounded
 // probabilities instead.
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -80,7 +80,7 @@ void expect_reads_stored_type(const Case& c, KvDType dtype) {
   std::vector<float> out(out_count, 123.f), lse(lse_count, 123.f);
   cpu::attention_forward(q.data(), c.nq, KvRows{k_stored.data(), dtype}, KvRows{v_stored.data(), dtype}, c.nk,
                          c.n_heads, c.n_kv_heads, c.head_dim, scale, c.mask, out.data(), lse.data());
-  const bool pairs = cpu::attention_rounds_to_bf16(c.nq, c.n_heads, c.n_kv_heads, c.head_dim, dtype);
+  const bool pairs = cpu::attention_rounds_to_bf16(c.nq, c.n_heads, c.n_kv_heads, c.head_dim, dtype, false);
   if (!pairs) {
     std::vector<float> f32_out(out_count, -5.f), f32_lse(lse_count, -5.f);
     cpu::attention_forward(q.data(), c.nq, k_read.data(), v_read.data(), c.nk, c.n_heads, c.n_kv_heads,

@@ -34,8 +34,12 @@ std::vector<Case> cases() {
       // Keys transposed in whole vectors of 16: a last tile of 13 keys, head_dim of three vectors.
       {"head_dim_48_keys_past_a_vector", 5, 1, 77, 6, 2, 48},
       {"group_of_2_long_keys_split_on_threads", 6, 1, 5000, 8, 4, 64},
-      // Past a row block a query: one call a query.
+      // Past a row block a query: one call a query, but on a bf16 cache where the pairs take it.
       {"query_rows_past_a_block", 4, 3, 200, 8, 2, 64},
+      // Fifteen 16-token queries arriving on the `small` preset's shard (48 rows a query); past a
+      // query tile (144 rows), one call a query again.
+      {"small_preset_16_token_queries", 15, 16, 1024, 12, 4, 64},
+      {"query_rows_past_a_tile", 3, 36, 200, 12, 3, 64},
       {"head_dim_not_a_vector_multiple", 3, 1, 150, 4, 2, 34},
       {"one_query", 1, 1, 500, 8, 4, 64},
       {"no_keys", 4, 1, 0, 8, 4, 64},
@@ -83,7 +87,7 @@ void expect_equals_each_query_alone(const Case& c, KvDType dtype) {
   cpu::set_attention_kernel_clock(false);
   expect_equal_bits(out, alone_out, "out");
   expect_equal_bits(lse, alone_lse, "lse");
-  const bool shared = cpu::attention_shares_key_tiles(c.nq, c.n_heads, c.n_kv_heads, c.head_dim);
+  const bool shared = cpu::attention_shares_key_tiles(c.nq, c.n_heads, c.n_kv_heads, c.head_dim, dtype);
   EXPECT_EQ(calls.prefill.calls + calls.decode.calls, shared ? 1 : c.queries);
   if (c.nq == 1) EXPECT_EQ(calls.decode.calls, shared ? 1 : c.queries) << "booked as decode calls";
 
@@ -94,7 +98,7 @@ void expect_equals_each_query_alone(const Case& c, KvDType dtype) {
     decode_kv(dtype, v_stored.data(), static_cast<int64_t>(kv_count), v_read.data());
   }
   const std::vector<float> first_query(q.begin(), q.begin() + q_floats);
-  const bool pairs = cpu::attention_rounds_to_bf16(c.nq, c.n_heads, c.n_kv_heads, c.head_dim, dtype);
+  const bool pairs = cpu::attention_rounds_to_bf16(c.nq, c.n_heads, c.n_kv_heads, c.head_dim, dtype, false);
   const testing::AttentionResult ref =
       pairs ? testing::reference_attention_bf16_pairs(first_query, c.nq, k_read, v_read, c.nk, c.n_heads,
                                                       c.n_kv_heads, c.head_dim, scale, {})
@@ -124,13 +128,32 @@ TEST_P(AttentionSharedKeys, EachQueryEqualsItselfAloneBitForBit) {
 // 8 with AVX); past a block, or with head_dim not a whole number of the row blocks' vectors (16
 // floats with AVX-512), each query runs alone.
 TEST(AttentionSharedKeysScope, DecodingTokensOfSmallGroupsShareKeyTiles) {
-  EXPECT_TRUE(cpu::attention_shares_key_tiles(1, 8, 4, 64));
-  EXPECT_TRUE(cpu::attention_shares_key_tiles(1, 32, 16, 128));
-  EXPECT_TRUE(cpu::attention_shares_key_tiles(1, 4, 2, 48));
-  EXPECT_FALSE(cpu::attention_shares_key_tiles(3, 8, 2, 64));
-  EXPECT_FALSE(cpu::attention_shares_key_tiles(1, 8, 4, 34));
+  for (KvDType dtype : {KvDType::kF32, KvDType::kQ8_0}) {
+    EXPECT_TRUE(cpu::attention_shares_key_tiles(1, 8, 4, 64, dtype));
+    EXPECT_TRUE(cpu::attention_shares_key_tiles(1, 32, 16, 128, dtype));
+    EXPECT_FALSE(cpu::attention_shares_key_tiles(3, 8, 2, 64, dtype));
+    EXPECT_FALSE(cpu::attention_shares_key_tiles(16, 12, 4, 64, dtype));
+  }
+  EXPECT_TRUE(cpu::attention_shares_key_tiles(1, 4, 2, 48, KvDType::kF32));
+  EXPECT_FALSE(cpu::attention_shares_key_tiles(1, 8, 4, 34, KvDType::kF32));
 #if defined(__AVX512F__)
-  EXPECT_FALSE(cpu::attention_shares_key_tiles(1, 8, 4, 40));
+  EXPECT_FALSE(cpu::attention_shares_key_tiles(1, 8, 4, 40, KvDType::kF32));
+#endif
+}
+
+// Where the bf16 pairs take a query (AVX512-BF16, a bf16 cache, head_dim a multiple of 32), its rows
+// share key tiles up to one query tile, 128 rows a kv head: a 16-token query with 3 or 8 query
+// heads a kv head, not 64 tokens with 3 or 16 with 9.
+TEST(AttentionSharedKeysScope, Bf16PairsShareShortQueries) {
+  const bool pairs = cpu::attention_rounds_to_bf16(16, 12, 4, 64, KvDType::kBF16, false);
+  EXPECT_EQ(cpu::attention_shares_key_tiles(16, 12, 4, 64, KvDType::kBF16), pairs);
+  EXPECT_EQ(cpu::attention_shares_key_tiles(16, 64, 8, 128, KvDType::kBF16), pairs);
+  EXPECT_EQ(cpu::attention_shares_key_tiles(3, 8, 2, 64, KvDType::kBF16), pairs);
+  EXPECT_FALSE(cpu::attention_shares_key_tiles(64, 12, 4, 64, KvDType::kBF16));
+  EXPECT_FALSE(cpu::attention_shares_key_tiles(16, 36, 4, 64, KvDType::kBF16));
+  EXPECT_FALSE(cpu::attention_shares_key_tiles(16, 12, 4, 48, KvDType::kBF16));
+#if defined(__AVX512BF16__)
+  EXPECT_TRUE(pairs);
 #endif
 }
 

@@ -171,7 +171,8 @@ TEST(SkipSoftmaxBf16Cache, DecodeFollowsTheRuleOnTheStoredValues) {
     decode_kv(KvDType::kBF16, k_stored.data(), static_cast<int64_t>(k_read.size()), k_read.data());
     decode_kv(KvDType::kBF16, v_stored.data(), static_cast<int64_t>(v_read.size()), v_read.data());
 
-    const bool pairs = cpu::attention_rounds_to_bf16(c.nq, c.n_heads, c.n_kv_heads, c.head_dim, KvDType::kBF16);
+    const bool pairs =
+        cpu::attention_rounds_to_bf16(c.nq, c.n_heads, c.n_kv_heads, c.head_dim, KvDType::kBF16, /*skip_softmax=*/true);
     // With the pairs, the queries the kernel multiplies and the scale that takes base 2 back to e.
     const std::vector<float> q = pairs ? testing::bf16_pair_queries(in.q, kScale) : in.q;
     const float scale = pairs ? testing::kBf16PairsScale : kScale;

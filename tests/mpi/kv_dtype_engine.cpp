@@ -7,6 +7,7 @@
 #include <cmath>
 #include <random>
 
+#include "star/backend/cpu/attention.h"
 #include "star/engine/inference.h"
 #include "support/mpi_model.h"
 #include "support/mpi_world.h"
@@ -91,8 +92,12 @@ TEST_F(KvDTypeEngine, RingEqualsDenseInEveryType) {
     InferenceOutcome ring = run(dtype, request(151, 5, "ring"));
     if (comm_.rank() != 0) continue;
     // The two sum in different orders: measured up to 1.05e-4 (Q8_0, 4 ranks, AVX2's 8-float
-    // vectors), where AVX-512 stayed below 1e-4.
-    EXPECT_LT(max_abs_diff(dense.generation.query_logits, ring.generation.query_logits), 3e-4f);
+    // vectors), where AVX-512 stayed below 1e-4. Where a bf16 cache's rows multiply as bf16 pairs,
+    // each probability is rounded to bf16 relative to the running max of its own pass over the
+    // keys, which ring and dense cut differently: measured up to 6.8e-3 (4 ranks).
+    const LlamaConfig& c = model(dtype).llama->config();
+    const bool pairs = cpu::attention_rounds_to_bf16(151, c.n_heads, c.n_kv_heads, c.head_dim, dtype, false);
+    EXPECT_LT(max_abs_diff(dense.generation.query_logits, ring.generation.query_logits), pairs ? 2e-2f : 3e-4f);
     EXPECT_EQ(dense.generation.tokens, ring.generation.tokens);
   }
 }

@@ -78,6 +78,7 @@ class RingSegmentAttention final : public LayerAttention {
   double communication_cpu_seconds_ = 0;
   int64_t first_ = 0;
   std::vector<float> packed_, partial_out_, partial_lse_, lse_;
+  std::vector<std::byte> segment_bf16_;  // a passed segment of a bf16 shard, as the cache stores it
 };
 
 class ShardedQueryAttention final : public LayerAttention {

@@ -32,6 +32,8 @@ using simd::Vec;
 constexpr int64_t kKeyTile = 96;  // keys per tile (one kv head); a multiple of every block height
 constexpr int64_t kMinKeyTile = 24;  // the smallest multiple of every block height
 constexpr int64_t kPackedTileBytes = 512 * 1024;  // packed K and V tiles of a task stay within L2
+// Rows of one kv head in a query tile: up to four row-vector groups share each packed key tile.
+constexpr int64_t kQueryTileRows = 4 * kMaxRowVectors * kLanes;
 constexpr float kLog2e = 1.44269504088896341f;
 constexpr float kLn2 = 0.693147180559945309f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -110,8 +112,10 @@ class TileWorker {
     ld_packed_ = packed_row_floats(p.head_dim);
     // Row-major decides by one query's rows, so that each of several queries sharing the call
     // takes the path (and the arithmetic) it takes alone.
-    row_major_ = p.segment_tokens * p.group <= kMaxDecodeRows && p.head_dim % kWideLanes == 0;
-    bf16_pairs_ = attention_rounds_to_bf16(p.segment_tokens, p.n_heads, p.n_kv_heads, p.head_dim, p.k.dtype);
+    // The bf16 pairs exist only in the row blocks, which then take a query of any length.
+    bf16_pairs_ = attention_rounds_to_bf16(p.segment_tokens, p.n_heads, p.n_kv_heads, p.head_dim, p.k.dtype,
+                                           p.skip_softmax);
+    row_major_ = bf16_pairs_ || (p.segment_tokens * p.group <= kMaxDecodeRows && p.head_dim % kWideLanes == 0);
     key_rows_ = ceil_div(p.key_tile, kWideLanes) * kWideLanes;
     const int64_t tile_floats = p.heads_per_task * key_rows_ * ld_packed_;
     const bool float_rows = row_major_ && !bf16_pairs_;
@@ -182,8 +186,8 @@ class TileWorker {
       values_packed_ = !p_.skip_softmax;
       for (int64_t hh = 0; hh < heads_; ++hh) {
         if (row_major_) {
-          // A row's arithmetic does not depend on the rows beside it in a block; one query's
-          // rows (at most kMaxDecodeRows) share one block, as Skip Softmax votes by block.
+          // A row's arithmetic does not depend on the rows beside it in a block; with Skip
+          // Softmax, which votes by block, one query's rows (at most kMaxDecodeRows) share one.
           for (int64_t r0 = 0; r0 < rows_; r0 += kRowBlockRows) {
             attend_rows_dispatch(std::min<int64_t>(kRowBlockRows, rows_ - r0), hh, r0, j0, bc,
                                  vis == TileVisibility::kSome);
@@ -722,8 +726,7 @@ Cut cut_problem(int64_t nq, int64_t nk, int64_t n_heads, int64_t n_kv_heads, int
   const int64_t group = n_heads / n_kv_heads;
   t.key_tile = kKeyTile;
   t.vote_rows = kMaxRowVectors * kLanes;
-  // Up to four row-vector groups per kv head share each packed key tile.
-  t.tile_tokens = std::min(nq, std::max<int64_t>(1, 4 * kMaxRowVectors * kLanes / group));
+  t.tile_tokens = std::min(nq, std::max<int64_t>(1, kQueryTileRows / group));
   const int64_t n_tiles = ceil_div(nq, t.tile_tokens);
   // Short queries (decoding, Phase 2) are bound by reading K and V once: a task then takes every kv
   // head, so it streams whole cache rows, and threads split the keys instead; the pieces are merged
@@ -824,13 +827,19 @@ void attention_forward(const float* q, int64_t nq, KvRows k, KvRows v, int64_t n
   run_tasks(p, cut, out, lse, skip);
 }
 
-bool attention_shares_key_tiles(int64_t nq, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim) {
-  return nq * (n_heads / n_kv_heads) <= kMaxDecodeRows && head_dim % kWideLanes == 0;
+bool attention_shares_key_tiles(int64_t nq, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, KvDType dtype) {
+  const int64_t rows = nq * (n_heads / n_kv_heads);
+  if (rows <= kMaxDecodeRows && head_dim % kWideLanes == 0) return true;
+  // One query tile (cut_problem), so that every query is cut as it would be alone.
+  return rows <= kQueryTileRows && attention_rounds_to_bf16(nq, n_heads, n_kv_heads, head_dim, dtype, false);
 }
 
-bool attention_rounds_to_bf16(int64_t nq, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, KvDType dtype) {
-  return attention_blocks::kBf16Pairs && dtype == KvDType::kBF16 && head_dim % 32 == 0 &&
-         attention_shares_key_tiles(nq, n_heads, n_kv_heads, head_dim);
+bool attention_rounds_to_bf16(int64_t nq, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, KvDType dtype,
+                              bool skip_softmax) {
+  // Skip Softmax votes by row block only where a query's rows fit one (decoding); longer queries
+  // vote by the column blocks' groups of rows (attention_tiling), so they stay float32.
+  const bool votes_by_row_block = !skip_softmax || nq * (n_heads / n_kv_heads) <= kMaxDecodeRows;
+  return attention_blocks::kBf16Pairs && dtype == KvDType::kBF16 && head_dim % 32 == 0 && votes_by_row_block;
 }
 
 void attention_forward_shared_keys(const float* q, int64_t queries, int64_t nq, KvRows k, KvRows v, int64_t nk,
@@ -840,7 +849,7 @@ void attention_forward_shared_keys(const float* q, int64_t queries, int64_t nq, 
   assert(k.dtype == v.dtype && check_kv_dtype(k.dtype, head_dim).ok());
   if (queries <= 0 || nq <= 0) return;
   const int64_t group = n_heads / n_kv_heads;
-  if (queries == 1 || !attention_shares_key_tiles(nq, n_heads, n_kv_heads, head_dim)) {
+  if (queries == 1 || !attention_shares_key_tiles(nq, n_heads, n_kv_heads, head_dim, k.dtype)) {
     const int64_t floats = nq * n_heads * head_dim;
     for (int64_t i = 0; i < queries; ++i) {
       attention_forward(q + i * floats, nq, k, v, nk, n_heads, n_kv_heads, head_dim, scale, {}, out + i * floats,
@@ -849,7 +858,7 @@ void attention_forward_shared_keys(const float* q, int64_t queries, int64_t nq, 
     return;
   }
   // Each query is cut as it would be alone, so its rows take the same key tiles and splits: a query
-  // this short is one task of every kv head (row-major), per key split.
+  // this short is one query tile, so one task of every kv head (row-major), per key split.
   Cut cut = cut_problem(nq, nk, n_heads, n_kv_heads, head_dim, omp_get_max_threads());
   assert(cut.tiling.tile_tokens == nq && cut.heads_per_task == n_kv_heads);
   cut.tiling.tile_tokens = queries * nq;

@@ -62,20 +62,24 @@ void attention_forward(const float* q, int64_t nq, KvRows k, KvRows v, int64_t n
 void attention_forward_shared_keys(const float* q, int64_t queries, int64_t nq, KvRows k, KvRows v, int64_t nk,
                                    int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale, float* out,
                                    float* lse);
-// Whether attention_forward_shared_keys decodes each key tile once for queries of nq tokens (the
-// rows of one query, nq * Hq / Hkv, fit one row block of this build's vectors: 1 token and GQA
-// group <= 4 with AVX, <= 2 without; head_dim a multiple of the row blocks' vector, 16 floats with
-// AVX-512); otherwise it runs one attention_forward a query.
-bool attention_shares_key_tiles(int64_t nq, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim);
+// Whether attention_forward_shared_keys decodes each key tile once for queries of nq tokens on a
+// cache of `dtype`: the rows of one query, nq * Hq / Hkv, fit one row block of this build's vectors
+// (1 token and GQA group <= 4 with AVX, <= 2 without; head_dim a multiple of the row blocks' vector,
+// 16 floats with AVX-512), or the query takes the bf16 pairs (attention_rounds_to_bf16) and its
+// rows fit one query tile (128 with AVX: a 16-token query with a GQA group of up to 8);
+// otherwise it runs one attention_forward a query.
+bool attention_shares_key_tiles(int64_t nq, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, KvDType dtype);
 
 // Whether a query of nq tokens on a cache of `dtype` takes the bf16 pair products: built for a CPU
-// with AVX512-BF16, a bf16 cache, a query of the few rows attention_shares_key_tiles takes (a
-// decoding token; nq * Hq / Hkv <= 4) and head_dim a multiple of 32. Its scores and values then multiply
-// bf16 pairs (vdpbf16ps) into float32 sums, with the scaled queries (q * scale * log2 e) and the
-// softmax probabilities rounded to bf16 (nearest even), as FlashAttention's products on a GPU; the
-// running max, the sums and lse stay float32. Otherwise the result is the float32 kernel's on the
+// with AVX512-BF16, a bf16 cache, head_dim a multiple of 32, and, with Skip Softmax on
+// (`skip_softmax`: 0 < lambda < 1), a decoding token (nq * Hq / Hkv <= 4, whose rows vote as one
+// block). Its scores and values then multiply bf16 pairs (vdpbf16ps) into float32 sums, with the
+// scaled queries (q * scale * log2 e) and the softmax probabilities rounded to bf16 (nearest even),
+// as FlashAttention's products on a GPU; the running max, the sums and lse stay float32. That holds
+// for a Phase 1 block as for a decoding token. Otherwise the result is the float32 kernel's on the
 // stored values, bit for bit.
-bool attention_rounds_to_bf16(int64_t nq, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, KvDType dtype);
+bool attention_rounds_to_bf16(int64_t nq, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, KvDType dtype,
+                              bool skip_softmax);
 
 // Float32 K and V.
 inline void attention_forward(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
