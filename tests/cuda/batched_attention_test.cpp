@@ -69,9 +69,11 @@ class LoopbackDeviceCommunicator final : public Communicator {
 constexpr int64_t kLayers = 2;
 const AttentionShape kShape{8, 2, 64};  // Hq, Hkv, d
 
-// K and V already rounded to bf16, so that the CPU's bf16 cache and the GPU's hold the same values.
+// K and V already rounded to bf16, so that the CPU's caches and the GPU's hold the same values. The
+// CPU's are float32: the GPU multiplies the bf16 values in float32, as the CPU's float32 kernel
+// does, where a bf16 CPU cache would take the bf16 pair products (cpu::attention_rounds_to_bf16).
 KvCache random_context(int64_t tokens, std::mt19937& rng) {
-  KvCache cache(kLayers, kShape.n_kv_heads, kShape.head_dim, KvDType::kBF16);
+  KvCache cache(kLayers, kShape.n_kv_heads, kShape.head_dim, KvDType::kF32);
   cache.grow(tokens);
   for (int64_t l = 0; l < kLayers; ++l) {
     const auto k = testing::rounded_to_bf16(testing::random_tensor(tokens * kShape.kv_floats(), rng, -2, 2));
@@ -92,7 +94,7 @@ TEST_P(CudaBatchedAttention, GatherAndMergeOnTheStreamMatchTheCpuOverDecodingSte
   std::vector<cuda::DeviceKvCache> device_contexts, own_gpu;
   for (int64_t tokens : context_tokens) {
     contexts.push_back(random_context(tokens, rng));
-    own_cpu.emplace_back(kLayers, kShape.n_kv_heads, kShape.head_dim, KvDType::kBF16);
+    own_cpu.emplace_back(kLayers, kShape.n_kv_heads, kShape.head_dim, KvDType::kF32);
     auto context = cuda::DeviceKvCache::create(kLayers, kShape.n_kv_heads, kShape.head_dim, 0);
     auto own = cuda::DeviceKvCache::create(kLayers, kShape.n_kv_heads, kShape.head_dim, 0);
     ASSERT_TRUE(context.ok() && own.ok());
