@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "star/server/engine_loop.h"
+#include "star/server/service_thread_policy.h"
 
 namespace star::server {
 
@@ -57,6 +58,9 @@ StarServer::StarServer(const ServerOptions& options, TrustedProxies proxies, int
 
 Result<std::unique_ptr<StarServer>> StarServer::start(const ServerOptions& options, int ranks) {
   if (Status s = check_scheduler_limits(options.scheduler); !s.ok()) return s;
+  // gRPC starts its threads from here on (its executors at the first credentials, the server's
+  // pool at BuildAndStart, which grows from its own threads): they inherit the batch policy.
+  const BatchPolicyScope batch_grpc_threads;
   Result<TrustedProxies> proxies = trusted_proxies(options.forwarded_allow_ips);
   if (!proxies.ok()) return proxies.status();
   Result<std::shared_ptr<grpc::ServerCredentials>> credentials = server_credentials(options);

@@ -1,0 +1,44 @@
+#include "star/server/service_thread_policy.h"
+
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <thread>
+
+namespace star::server {
+namespace {
+
+int policy_of_this_thread() {
+  int policy = -1;
+  sched_param param{};
+  EXPECT_EQ(pthread_getschedparam(pthread_self(), &policy, &param), 0);
+  return policy;
+}
+
+int policy_of_a_new_thread() {
+  int policy = -1;
+  std::thread([&] { policy = policy_of_this_thread(); }).join();
+  return policy;
+}
+
+TEST(BatchPolicyScope, ThreadsStartedInsideInheritBatchAndTheCallerGetsItsPolicyBack) {
+  ASSERT_EQ(policy_of_this_thread(), SCHED_OTHER) << "the test runs under the default policy";
+  {
+    const BatchPolicyScope scope;
+    if (policy_of_this_thread() != SCHED_BATCH) GTEST_SKIP() << "this system refuses SCHED_BATCH (logged)";
+    EXPECT_EQ(policy_of_a_new_thread(), SCHED_BATCH);
+    // A thread started by such a thread inherits it in turn (gRPC's pool grows from its own threads).
+    int grandchild = -1;
+    std::thread([&] {
+      const BatchPolicyScope nested;  // already batch: leaves it as it is
+      grandchild = policy_of_a_new_thread();
+    }).join();
+    EXPECT_EQ(grandchild, SCHED_BATCH);
+  }
+  EXPECT_EQ(policy_of_this_thread(), SCHED_OTHER);
+  EXPECT_EQ(policy_of_a_new_thread(), SCHED_OTHER);
+}
+
+}  // namespace
+}  // namespace star::server
