@@ -5,10 +5,10 @@
 // ranks waiting in the step's next collective. The gRPC threads wake once per token to write it;
 // under the default policy every wakeup preempts the engine (at 16 streams about once a token), and
 // the writes, which tolerate a few milliseconds, were spread as stalls through the steps. SCHED_BATCH
-// keeps their fair share of the CPU but gives up wakeup preemption, so they run when the engine
-// waits in a collective or at its time slice's end, and a stream's tokens that pile up meanwhile go
-// out as one message. Setting it needs no privilege; where the system refuses, threads keep the
-// default policy (logged).
+// keeps their fair share of the CPU but gives up wakeup preemption, so they run when the engine's
+// time slice ends or it sleeps between requests (MPI's waits poll), and a stream's tokens that pile
+// up meanwhile go out as one message. Setting it needs no privilege; where the system refuses,
+// threads keep the default policy (logged).
 #pragma once
 
 namespace star::server {
