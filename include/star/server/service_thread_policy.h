@@ -16,15 +16,13 @@ namespace star::server {
 class BatchPolicyScope {
  public:
   BatchPolicyScope();
-  // Gives the calling thread its own policy back.
+  // Gives the calling thread the default policy back, if the scope took it away.
   ~BatchPolicyScope();
   BatchPolicyScope(const BatchPolicyScope&) = delete;
   BatchPolicyScope& operator=(const BatchPolicyScope&) = delete;
 
  private:
-  bool changed_ = false;
-  int policy_ = 0;
-  int priority_ = 0;
+  bool changed_ = false;  // only from SCHED_OTHER, so that is what the destructor restores
 };
 
 }  // namespace star::server
