@@ -1,5 +1,6 @@
 #include "star/engine/cpu_engine_model.h"
 
+#include <algorithm>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -135,6 +136,25 @@ Status CpuEngineModel::append(const KvShard& from_shard, KvShard& to_shard) {
   if (from == nullptr || to == nullptr) return foreign("append: a shard");
   to->append(*from);
   return ok_status();
+}
+
+Result<std::vector<std::byte>> CpuEngineModel::shard_rows(const KvShard& shard) {
+  const KvCache* cache = cache_of(shard);
+  if (cache == nullptr) return foreign("shard_rows: a shard");
+  return cache->stored_rows();
+}
+
+Result<std::unique_ptr<KvShard>> CpuEngineModel::shard_from_rows(std::span<const std::byte> rows, int64_t tokens,
+                                                                 int64_t capacity) {
+  const int64_t per_token = kv_bytes_per_token();
+  if (tokens < 0 || static_cast<int64_t>(rows.size()) != tokens * per_token) {
+    return invalid_argument("shard_from_rows: " + std::to_string(rows.size()) + " bytes are not " +
+                            std::to_string(tokens) + " rows of " + std::to_string(per_token) + " bytes");
+  }
+  Result<std::unique_ptr<KvShard>> shard = new_shard(std::max(capacity, tokens));
+  if (!shard.ok()) return shard.status();
+  cache_of(**shard)->append_stored(rows, tokens);
+  return shard;
 }
 
 Result<std::unique_ptr<EngineAttention>> CpuEngineModel::local_causal(KvShard& cache) {

@@ -10,9 +10,20 @@ Status no_rocket(const EngineModel& model) {
                        " backend");
 }
 
+Status no_moves(const EngineModel& model) {
+  return unimplemented("moving a shard between ranks: not available on the " + std::string(model.backend_name()) +
+                       " backend");
+}
+
 }  // namespace
 
 Status EngineModel::supports_rocket() const { return no_rocket(*this); }
+
+Result<std::vector<std::byte>> EngineModel::shard_rows(const KvShard&) { return no_moves(*this); }
+
+Result<std::unique_ptr<KvShard>> EngineModel::shard_from_rows(std::span<const std::byte>, int64_t, int64_t) {
+  return no_moves(*this);
+}
 
 Result<std::unique_ptr<EngineAttention>> EngineModel::recording_queries(std::unique_ptr<EngineAttention>, int64_t,
                                                                         rocket::WindowQueries&) {

@@ -56,6 +56,7 @@ class StepEngine::Impl {
     apply_contexts(message);
     for (int64_t id : message.finished) drop(id);
     if (Status s = apply_sampled(message); !s.ok()) return s;
+    if (Status s = apply_moves(message); !s.ok()) return s;
     if (Status s = admit(message, events); !s.ok()) return s;
     if (Status s = finish_encodings(events); !s.ok()) return s;
     if (Status s = run_forward(events); !s.ok()) return s;
@@ -64,6 +65,22 @@ class StepEngine::Impl {
 
   bool idle() const { return sequences_.empty() && awaiting_keep_.empty(); }
   int64_t running() const { return static_cast<int64_t>(sequences_.size()); }
+  bool moves_own_tokens() const { return model_.moves_shards() && comm_.size() > 1; }
+
+  OwnTokenLoads own_token_loads() const {
+    OwnTokenLoads loads;
+    const StepSequence* encoding = encoding_order_.empty() ? nullptr : sequences_.at(encoding_order_.front()).get();
+    loads.chunk = phase1_chunk_loads(encoding, comm_.size(), chunk_limit_);
+    if (encoding != nullptr) loads.chunk_steps_left = std::max<int64_t>(0, encoding->slowest_chunks() - encoding->chunk_steps);
+    const int64_t keys_per_token = std::max<int64_t>(attention_keys_per_token(model_.config()), 1);
+    for (const auto& [id, s] : sequences_) {
+      if (s->phase != StepSequence::Phase::kDecoding || !s->own_tokens_may_leave_host()) continue;
+      // Its next row attends its own tokens so far and itself (own_attention_loads' count).
+      const int64_t keys = s->next_position - s->context.layout.query_position_start + 1;
+      loads.movable.push_back({id, s->own_host(), static_cast<double>(keys) / static_cast<double>(keys_per_token)});
+    }
+    return loads;
+  }
 
   const SequenceStats* stats(int64_t id) const {
     auto it = sequences_.find(id);
@@ -131,6 +148,50 @@ class StepEngine::Impl {
         continue;
       }
       s.pending.assign(1, token);
+    }
+    return ok_status();
+  }
+
+  // The own tokens rank 0 moved (message.moved), before this step's forward: the rank holding them
+  // sends their rows as stored and the new one keeps them in a shard of the same capacity. The
+  // answers do not change: a slot's own tokens off its query host give the same bits
+  // (BatchedQuerySlot::own_host).
+  Status apply_moves(const StepMessage& message) {
+    for (const auto& [id, to] : message.moved) {
+      auto it = sequences_.find(id);
+      // Ended by this message's sampled token: every rank dropped it alike.
+      if (it == sequences_.end()) continue;
+      StepSequence& s = *it->second;
+      const std::string which = "step message: sequence " + std::to_string(id) + "'s own tokens moved to rank " +
+                                std::to_string(to);
+      if (!moves_own_tokens()) return internal_error(which + ", which this engine cannot do");
+      if (to < 0 || to >= comm_.size()) return internal_error(which + " of " + std::to_string(comm_.size()));
+      if (s.phase != StepSequence::Phase::kDecoding) return internal_error(which + " before it decodes");
+      if (!s.own_tokens_may_leave_host()) return internal_error(which + ", but they must stay on its query host");
+      const int from = s.own_host();
+      if (to == from) continue;
+      // Own rows so far: every forward stores its rows and advances next_position by them.
+      const int64_t tokens = s.next_position - s.context.layout.query_position_start;
+      const int64_t capacity = static_cast<int64_t>(s.spec.query_ids.size()) + s.spec.generation.max_tokens;
+      const auto bytes = static_cast<size_t>(tokens * model_.kv_bytes_per_token());
+      if (comm_.rank() == from) {
+        if (s.own == nullptr) return internal_error(which + " from rank " + std::to_string(from) + ", which holds none");
+        Result<std::vector<std::byte>> rows = model_.shard_rows(*s.own);
+        if (!rows.ok()) return internal_error(which + ": " + std::string(rows.status().message()));
+        if (rows->size() != bytes) {
+          return internal_error(which + ": " + std::to_string(rows->size()) + " bytes held, " + std::to_string(bytes) +
+                                " expected");
+        }
+        if (Status st = comm_.send_recv(rows->data(), rows->size(), to, nullptr, 0, to); !st.ok()) return st;
+        s.own.reset();
+      } else if (comm_.rank() == to) {
+        std::vector<std::byte> rows(bytes);
+        if (Status st = comm_.send_recv(nullptr, 0, from, rows.data(), rows.size(), from); !st.ok()) return st;
+        Result<std::unique_ptr<KvShard>> own = model_.shard_from_rows(rows, tokens, capacity);
+        if (!own.ok()) return internal_error(which + ": " + std::string(own.status().message()));
+        s.own = std::move(*own);
+      }
+      s.spec.own_host = to == s.context.layout.query_host ? -1 : to;
     }
     return ok_status();
   }
@@ -311,6 +372,8 @@ StepEngine::~StepEngine() = default;
 
 Result<std::vector<SequenceEvent>> StepEngine::step(const StepMessage& message) { return impl_->step(message); }
 bool StepEngine::idle() const { return impl_->idle(); }
+bool StepEngine::moves_own_tokens() const { return impl_->moves_own_tokens(); }
+OwnTokenLoads StepEngine::own_token_loads() const { return impl_->own_token_loads(); }
 int64_t StepEngine::running() const { return impl_->running(); }
 const SequenceStats* StepEngine::stats(int64_t id) const { return impl_->stats(id); }
 const EncodedContext* StepEngine::context(const std::string& id) const { return impl_->context(id); }

@@ -167,10 +167,16 @@ Result<StepForward> run_step_forward(EngineModel& model, Communicator& comm, con
   // rank reads 1/ranks of each weight, which pays for one sequence too), else two or more sequences
   // by rows, each one's layers on one rank (row_sharing.h); one alone then keeps every rank computing
   // it, which spares it the extra all-gather a layer. With rows, ranks start loaded with their Phase 1
-  // chunk and their own-token attention, so that rows go where there is room.
+  // chunk and their own-token attention, so that rows go where there is room. In a step with a
+  // Phase 1 chunk on some rank, two or more sequences go by rows even where columns are possible: a
+  // rank running a chunk reads every weight for it anyway, and under Star the rank without an anchor
+  // runs out of chunks long before the others and would otherwise wait at every all-gather
+  // (docs/algorithms.md).
   RowSharing sharing;
   const int64_t first_shared = chunk ? static_cast<int64_t>(chunk->tokens.size()) : 0;
-  const bool by_columns = comm.size() > 1 && model.shares_columns();
+  const bool chunk_step = std::any_of(chunk_loads.begin(), chunk_loads.end(), [](double load) { return load > 0; });
+  const bool rows_for_chunk = chunk_step && decoding.size() > 1 && model.shares_rows();
+  const bool by_columns = comm.size() > 1 && model.shares_columns() && !rows_for_chunk;
   const bool share = by_columns || (comm.size() > 1 && decoding.size() > 1 && model.shares_rows());
   if (by_columns) {
     sharing = {.comm = &comm, .first_shared = first_shared, .split = RowSharing::Split::kColumns, .owner = {}};

@@ -55,10 +55,7 @@ Result<std::vector<T>> gather_one(Communicator& comm, T value) {
 Status start_decoding(EngineModel& model, Communicator& comm, StepSequence& sequence) {
   const SequenceSpec& spec = sequence.spec;
   const ShardLayout& layout = sequence.context.layout;
-  if (spec.own_host >= 0 && spec.own_host != layout.query_host &&
-      (layout.window.bounded() || layout.skip_softmax.prefill_scale_factor > 0 ||
-       layout.skip_softmax.decode_scale_factor > 0 ||
-       (sequence.context.shard != nullptr && sequence.context.shard->selects_keys()))) {
+  if (spec.own_host >= 0 && spec.own_host != layout.query_host && !sequence.own_tokens_may_leave_host()) {
     return invalid_argument("own_host: " + std::to_string(spec.own_host) +
                             " is not the query host, which a bounded window, Skip Softmax or RocketKV needs");
   }
@@ -84,6 +81,12 @@ bool StepSequence::is_stop(int32_t token) const {
 
 bool StepSequence::ends_with(int32_t token, int64_t generated_count) const {
   return is_stop(token) || generated_count >= spec.generation.max_tokens;
+}
+
+bool StepSequence::own_tokens_may_leave_host() const {
+  const ShardLayout& layout = context.layout;
+  return !layout.window.bounded() && layout.skip_softmax.prefill_scale_factor == 0 &&
+         layout.skip_softmax.decode_scale_factor == 0 && !(context.shard != nullptr && context.shard->selects_keys());
 }
 
 int64_t StepSequence::slowest_chunks() const {

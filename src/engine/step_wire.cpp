@@ -122,6 +122,10 @@ std::string encode_step(const StepMessage& message) {
   for (const std::string& id : message.release) step.add_release(id);
   for (const std::string& id : message.keep) step.add_keep(id);
   step.set_shutdown(message.shutdown);
+  for (const auto& [id, rank] : message.moved) {
+    step.add_moved_ids(id);
+    step.add_moved_ranks(rank);
+  }
 
   wire::Frame frame;
   step.SerializeToString(frame.mutable_step());
@@ -143,6 +147,10 @@ Result<StepMessage> decode_step(std::string_view bytes) {
   if (step.sampled_ids_size() != step.sampled_tokens_size()) {
     return invalid_argument("step message: " + std::to_string(step.sampled_ids_size()) + " sampled ids but " +
                             std::to_string(step.sampled_tokens_size()) + " sampled tokens");
+  }
+  if (step.moved_ids_size() != step.moved_ranks_size()) {
+    return invalid_argument("step message: " + std::to_string(step.moved_ids_size()) + " moved ids but " +
+                            std::to_string(step.moved_ranks_size()) + " ranks to move to");
   }
   StepMessage message;
   for (const wire::Sequence& s : step.admitted()) {
@@ -168,6 +176,13 @@ Result<StepMessage> decode_step(std::string_view bytes) {
   message.release.assign(step.release().begin(), step.release().end());
   message.keep.assign(step.keep().begin(), step.keep().end());
   message.shutdown = step.shutdown();
+  for (int i = 0; i < step.moved_ids_size(); ++i) {
+    if (step.moved_ranks(i) < 0) {
+      return invalid_argument("step message: sequence " + std::to_string(step.moved_ids(i)) + " moves to rank " +
+                              std::to_string(step.moved_ranks(i)));
+    }
+    message.moved.emplace_back(step.moved_ids(i), step.moved_ranks(i));
+  }
   return message;
 }
 

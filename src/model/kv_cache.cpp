@@ -54,4 +54,28 @@ void KvCache::append(const KvCache& from) {
   }
 }
 
+std::vector<std::byte> KvCache::stored_rows() const {
+  std::vector<std::byte> rows(bytes());
+  const size_t layer_bytes = static_cast<size_t>(tokens_) * row_bytes_;
+  std::byte* out = rows.data();
+  for (int64_t l = 0; l < n_layers(); ++l) {
+    out = std::copy_n(keys_[l].data(), layer_bytes, out);
+    out = std::copy_n(values_[l].data(), layer_bytes, out);
+  }
+  return rows;
+}
+
+void KvCache::append_stored(std::span<const std::byte> rows, int64_t tokens) {
+  assert(rows.size() == static_cast<size_t>(tokens) * bytes_per_token());
+  const int64_t first = grow(tokens);
+  const size_t offset = static_cast<size_t>(first) * row_bytes_;
+  const size_t layer_bytes = static_cast<size_t>(tokens) * row_bytes_;
+  const std::byte* in = rows.data();
+  for (int64_t l = 0; l < n_layers(); ++l) {
+    std::copy_n(in, layer_bytes, keys_[l].data() + offset);
+    std::copy_n(in + layer_bytes, layer_bytes, values_[l].data() + offset);
+    in += 2 * layer_bytes;
+  }
+}
+
 }  // namespace star

@@ -1,5 +1,6 @@
 #include "star/server/batch_scheduler.h"
 
+#include <algorithm>
 #include <string>
 
 namespace star::server {
@@ -75,12 +76,75 @@ std::vector<BatchScheduler::Verdict> BatchScheduler::decide(std::span<const std:
   return verdicts;
 }
 
-void BatchScheduler::start(int64_t id, std::vector<int64_t> rank_bytes, int own_rank, int64_t own_bytes) {
+void BatchScheduler::start(int64_t id, std::vector<int64_t> rank_bytes, int own_rank, int64_t own_bytes,
+                           bool movable) {
   finish(id);
   for (size_t rank = 0; rank < reserved_.size() && rank < rank_bytes.size(); ++rank) reserved_[rank] += rank_bytes[rank];
   const bool counted = own_rank >= 0 && static_cast<size_t>(own_rank) < own_bytes_.size();
   if (counted) own_bytes_[static_cast<size_t>(own_rank)] += own_bytes;
-  running_.insert_or_assign(id, Running{std::move(rank_bytes), counted ? own_rank : -1, counted ? own_bytes : 0});
+  running_.insert_or_assign(id, Running{std::move(rank_bytes), counted ? own_rank : -1, counted ? own_bytes : 0,
+                                        counted && movable});
+}
+
+std::vector<BatchScheduler::OwnMove> BatchScheduler::own_moves(std::span<const double> base, int64_t phase1_steps_left,
+                                                               std::span<const OwnLoad> own) const {
+  std::vector<OwnMove> moves;
+  const auto ranks = static_cast<int>(reserved_.size());
+  if (ranks < 2 || (phase1_steps_left > 0 && phase1_steps_left < kMinStepsToMove)) return moves;
+  std::vector<double> load(static_cast<size_t>(ranks), 0.0);
+  for (int r = 0; r < ranks && static_cast<size_t>(r) < base.size(); ++r) load[static_cast<size_t>(r)] = base[static_cast<size_t>(r)];
+  // The sequences the scheduler may move, where their holder is the one it recorded.
+  std::vector<OwnLoad> candidates;
+  for (const OwnLoad& o : own) {
+    auto it = running_.find(o.id);
+    if (o.rank < 0 || o.rank >= ranks) continue;
+    load[static_cast<size_t>(o.rank)] += o.load;
+    if (it != running_.end() && it->second.movable && it->second.own_rank == o.rank) candidates.push_back(o);
+  }
+  std::vector<int64_t> reserved = reserved_;
+  // Each move narrows the gap between the most and the least loaded rank; at most one move per
+  // candidate, so the loop ends.
+  for (size_t round = 0; round < candidates.size(); ++round) {
+    const auto most = static_cast<int>(std::max_element(load.begin(), load.end()) - load.begin());
+    const auto least = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+    // The receiver may end level with the giver: a relative slack absorbs the sums' rounding.
+    const double gap = load[static_cast<size_t>(most)] - load[static_cast<size_t>(least)] +
+                       1e-9 * load[static_cast<size_t>(most)];
+    OwnLoad* pick = nullptr;
+    for (OwnLoad& c : candidates) {
+      if (c.rank != most || c.load <= 0 || 2 * c.load > gap) continue;
+      const int64_t bytes = running_.at(c.id).own_bytes;
+      if (limits_.kv_cache_bytes > 0 && bytes > limits_.kv_cache_bytes - reserved[static_cast<size_t>(least)]) continue;
+      if (pick == nullptr || c.load > pick->load) pick = &c;
+    }
+    if (pick == nullptr) break;
+    const int64_t bytes = running_.at(pick->id).own_bytes;
+    reserved[static_cast<size_t>(most)] -= bytes;
+    reserved[static_cast<size_t>(least)] += bytes;
+    load[static_cast<size_t>(most)] -= pick->load;
+    load[static_cast<size_t>(least)] += pick->load;
+    moves.push_back({pick->id, least});
+    pick->rank = least;
+    pick->load = 0;  // moved once
+  }
+  return moves;
+}
+
+void BatchScheduler::move_own(int64_t id, int rank) {
+  auto it = running_.find(id);
+  if (it == running_.end() || it->second.own_rank < 0 || rank < 0 || static_cast<size_t>(rank) >= reserved_.size()) {
+    return;
+  }
+  Running& r = it->second;
+  const auto from = static_cast<size_t>(r.own_rank), to = static_cast<size_t>(rank);
+  r.rank_bytes.resize(reserved_.size(), 0);
+  r.rank_bytes[from] -= r.own_bytes;
+  r.rank_bytes[to] += r.own_bytes;
+  reserved_[from] -= r.own_bytes;
+  reserved_[to] += r.own_bytes;
+  own_bytes_[from] -= r.own_bytes;
+  own_bytes_[to] += r.own_bytes;
+  r.own_rank = rank;
 }
 
 void BatchScheduler::finish(int64_t id) {

@@ -73,6 +73,7 @@ Status EngineLoop::run() {
     next_ = {};
     finish_cancelled(message);
     admit(message);
+    move_own_tokens(message);
     message.release = registry_.take_released();
     watch_.begin(++steps_, static_cast<int64_t>(running_.size()));
     Result<std::vector<SequenceEvent>> events = step(message, idle);
@@ -178,8 +179,19 @@ void EngineLoop::admit(StepMessage& message) {
     const BatchScheduler::Verdict& verdict = verdicts[i];
     if (verdict.own_rank >= 0 && verdict.own_rank != owns[i].query_host) spec->own_host = verdict.own_rank;
     message.admitted.push_back(std::move(*spec));
-    scheduler_.start(id, verdict.rank_bytes, verdict.own_rank, owns[i].bytes);
+    scheduler_.start(id, verdict.rank_bytes, verdict.own_rank, owns[i].bytes, owns[i].movable);
     running_.emplace(id, std::move(sequence));
+  }
+}
+
+void EngineLoop::move_own_tokens(StepMessage& message) {
+  if (!engine_.moves_own_tokens()) return;
+  const OwnTokenLoads loads = engine_.own_token_loads();
+  std::vector<BatchScheduler::OwnLoad> own;
+  for (const OwnTokenLoads::Sequence& s : loads.movable) own.push_back({s.id, s.host, s.load});
+  for (const BatchScheduler::OwnMove& move : scheduler_.own_moves(loads.chunk, loads.chunk_steps_left, own)) {
+    scheduler_.move_own(move.id, move.rank);
+    message.moved.emplace_back(move.id, move.rank);
   }
 }
 

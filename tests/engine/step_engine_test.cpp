@@ -142,6 +142,18 @@ TEST_F(StepEngineTest, BrokenMessagesFailTheStep) {
   Result<std::vector<SequenceEvent>> doubled = fresh.step(two_tokens);
   ASSERT_FALSE(doubled.ok());
   EXPECT_EQ(doubled.status().code(), StatusCode::kInternal);
+
+  // One rank has nowhere to move own tokens to: a move is the scheduler's error.
+  StepEngine single(*model_, self_, StepLimits{});
+  EXPECT_FALSE(single.moves_own_tokens());
+  ASSERT_TRUE(alone(single, context_only(100, "ctx", 20))[100].context_encoded);
+  ASSERT_TRUE(single.step(first).ok());
+  StepMessage move;
+  move.moved = {{1, 0}};
+  Result<std::vector<SequenceEvent>> moved = single.step(move);
+  ASSERT_FALSE(moved.ok());
+  EXPECT_EQ(moved.status().code(), StatusCode::kInternal);
+  EXPECT_NE(moved.status().message().find("cannot"), std::string::npos) << moved.status().message();
 }
 
 TEST_F(StepEngineTest, StopIdsAndMaxTokensEndASequenceAtOnce) {

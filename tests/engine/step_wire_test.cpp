@@ -49,6 +49,7 @@ StepMessage every_field_set() {
   m.finished = {4, 5};
   m.release = {"old", ""};
   m.keep = {"kept"};
+  m.moved = {{7, 1}, {9, 0}};
   m.shutdown = true;
   return m;
 }
@@ -99,7 +100,17 @@ TEST(StepWire, EveryFieldRoundTrips) {
   EXPECT_EQ(got->finished, sent.finished);
   EXPECT_EQ(got->release, sent.release);
   EXPECT_EQ(got->keep, sent.keep);
+  EXPECT_EQ(got->moved, sent.moved);
   EXPECT_EQ(got->shutdown, sent.shutdown);
+}
+
+TEST(StepWire, AMoveToNoRankIsRefused) {
+  StepMessage sent;
+  sent.moved = {{3, -1}};
+  Result<StepMessage> got = decode_step(encode_step(sent));
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(got.status().message().find("sequence 3 moves to rank -1"), std::string::npos) << got.status().message();
 }
 
 TEST(StepWire, DefaultsRoundTrip) {

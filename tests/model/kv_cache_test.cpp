@@ -165,5 +165,37 @@ TEST(KvCache, StoredRowsReadBackAsEncodedAndAppendCopiesThemAsStored) {
   }
 }
 
+// What a rank sends when a sequence's own tokens move (stored_rows) rebuilds, on the other side,
+// a cache with every layer's rows byte for byte, after rows it already holds.
+TEST(KvCache, StoredRowsRebuildTheCacheElsewhereByteForByte) {
+  for (KvDType dtype : {KvDType::kF32, KvDType::kBF16, KvDType::kQ8_0}) {
+    SCOPED_TRACE(kv_dtype_name(dtype));
+    const int64_t row = 2 * 32;
+    KvCache cache(3, 2, 32, dtype);
+    cache.grow(5);
+    for (int64_t l = 0; l < 3; ++l) {
+      const auto k = random_values(5 * row, 10 + static_cast<uint32_t>(l));
+      const auto v = random_values(5 * row, 20 + static_cast<uint32_t>(l));
+      cache.store(l, 0, k.data(), v.data(), 5);
+    }
+    const std::vector<std::byte> rows = cache.stored_rows();
+    ASSERT_EQ(rows.size(), cache.bytes());
+
+    KvCache moved(3, 2, 32, dtype);
+    const auto first = random_values(row, 30);
+    moved.store(0, moved.grow(1), first.data(), first.data(), 1);
+    moved.append_stored(rows, 5);
+    ASSERT_EQ(moved.tokens(), 6);
+    for (int64_t l = 0; l < 3; ++l) {
+      EXPECT_EQ(std::memcmp(moved.keys(l).data + moved.row_bytes(), cache.keys(l).data, 5 * cache.row_bytes()), 0);
+      EXPECT_EQ(std::memcmp(moved.values(l).data + moved.row_bytes(), cache.values(l).data, 5 * cache.row_bytes()), 0);
+    }
+    KvCache empty(3, 2, 32, dtype);
+    EXPECT_TRUE(empty.stored_rows().empty());
+    empty.append_stored(empty.stored_rows(), 0);
+    EXPECT_EQ(empty.tokens(), 0);
+  }
+}
+
 }  // namespace
 }  // namespace star

@@ -145,6 +145,42 @@ TEST_F(StepEngineBatching, GreedySequencesTogetherEqualEachAlone) {
   }
 }
 
+// Rank 0 moves own tokens between the ranks while they decode (StepMessage::moved, as the server's
+// scheduler does to even out the ranks' loads): every third step each movable sequence's own
+// tokens go to another rank, some back where they were. Every answer is the one it gets alone with
+// its own tokens on its query host, bit for bit.
+TEST_F(StepEngineBatching, OwnTokensMovedWhileDecodingEqualEachAlone) {
+  if (comm_.size() == 1) GTEST_SKIP() << "needs a second rank";
+  StepEngine engine(*model_, comm_, StepLimits{.max_num_batched_tokens = 32});
+  ASSERT_TRUE(engine.moves_own_tokens());
+  keep_shared_context(engine);
+  const std::vector<ScheduledRequest> schedule = mixed_schedule();
+  std::map<int64_t, const SequenceSpec*> specs;
+  for (const ScheduledRequest& r : schedule) specs[r.spec.id] = &r.spec;
+  size_t moves = 0;
+  std::map<int64_t, RequestRecord> together =
+      testing::run_schedule(engine, comm_, schedule, nullptr, [&](int64_t step, StepMessage& next) {
+        if (step % 3 != 2) return;
+        for (const OwnTokenLoads::Sequence& s : engine.own_token_loads().movable) {
+          if (!movable(*specs.at(s.id))) continue;
+          next.moved.emplace_back(s.id, (s.host + 1 + static_cast<int>(step % 2)) % comm_.size());
+        }
+        moves += next.moved.size();
+      });
+  if (comm_.rank() == 0) EXPECT_GE(moves, 20u);
+  for (const ScheduledRequest& r : schedule) {
+    SCOPED_TRACE("request " + std::to_string(r.spec.id) + " (" + r.spec.attention.algorithm + ")");
+    std::map<int64_t, RequestRecord> alone = testing::run_schedule(engine, comm_, {{r.spec, 0}});
+    if (comm_.rank() != 0) continue;
+    const RequestRecord &a = alone[r.spec.id], &b = together[r.spec.id];
+    ASSERT_TRUE(a.error.ok()) << a.error.to_string();
+    ASSERT_TRUE(b.error.ok()) << b.error.to_string();
+    EXPECT_EQ(b.tokens, a.tokens);
+    EXPECT_EQ(b.finish_reason, a.finish_reason);
+  }
+  EXPECT_TRUE(engine.idle());
+}
+
 // Own tokens may leave the query host only beside a plain context: a RocketKV request that names
 // another rank fails alone, with the field named, and the engine serves the next request.
 TEST_F(StepEngineBatching, OwnTokensOfARocketContextStayOnTheQueryHost) {

@@ -1,6 +1,6 @@
 // BatchScheduler's admission policy, step by step against hand-worked budgets: the sequence limit,
-// the per-rank KV budget, first-in-first-out order, refusals and reservations freed at the end, and
-// where the requests' own tokens go.
+// the per-rank KV budget, first-in-first-out order, refusals and reservations freed at the end,
+// where the requests' own tokens go, and where they move to while they run.
 #include "star/server/batch_scheduler.h"
 
 #include <gtest/gtest.h>
@@ -123,6 +123,86 @@ TEST(BatchScheduler, OwnTokensMoveOnlyWhereTheyFit) {
   ASSERT_EQ(verdicts[0].kind, Kind::kStart);
   EXPECT_EQ(verdicts[0].own_rank, 1) << "rank 0 has no room; rank 1 has the fewest own bytes";
   EXPECT_EQ(verdicts[0].rank_bytes, (std::vector<int64_t>{0, 10, 0}));
+}
+
+using OwnLoad = BatchScheduler::OwnLoad;
+
+std::vector<std::pair<int64_t, int>> moves_of(const std::vector<BatchScheduler::OwnMove>& moves) {
+  std::vector<std::pair<int64_t, int>> out;
+  for (const BatchScheduler::OwnMove& m : moves) out.emplace_back(m.id, m.rank);
+  return out;
+}
+
+// Four streams, own tokens two on each rank (10 own bytes each, 1 a context on both ranks).
+BatchScheduler four_streams(int64_t kv_cache_bytes = 0) {
+  BatchScheduler scheduler(limits(8, kv_cache_bytes), 2);
+  for (int64_t id = 1; id <= 4; ++id) {
+    const int own_rank = id <= 2 ? 0 : 1;
+    scheduler.start(id, {1 + (own_rank == 0 ? 10 : 0), 1 + (own_rank == 1 ? 10 : 0)}, own_rank, 10, /*movable=*/true);
+  }
+  return scheduler;
+}
+
+TEST(BatchScheduler, WhileAPhase1RunsOnOneRankTheOtherTakesTheOwnTokens) {
+  BatchScheduler scheduler = four_streams();
+  const std::vector<OwnLoad> own = {{1, 0, 0.5}, {2, 0, 0.5}, {3, 1, 0.5}, {4, 1, 0.5}};
+  // Rank 1 runs chunks of cost 25 for 1,000 more steps; rank 0 has none left.
+  const std::vector<BatchScheduler::OwnMove> moves = scheduler.own_moves(std::vector<double>{0, 25}, 1000, own);
+  EXPECT_EQ(moves_of(moves), (std::vector<std::pair<int64_t, int>>{{3, 0}, {4, 0}}));
+  for (const BatchScheduler::OwnMove& m : moves) scheduler.move_own(m.id, m.rank);
+  EXPECT_EQ(scheduler.own_bytes(), (std::vector<int64_t>{40, 0}));
+  EXPECT_EQ(scheduler.reserved_bytes(), (std::vector<int64_t>{44, 4}));
+
+  // The Phase 1 over: they spread again, two and two, and then stay.
+  const std::vector<OwnLoad> after = {{1, 0, 0.6}, {2, 0, 0.6}, {3, 0, 0.6}, {4, 0, 0.6}};
+  const std::vector<BatchScheduler::OwnMove> back = scheduler.own_moves(std::vector<double>{0, 0}, 0, after);
+  ASSERT_EQ(back.size(), 2u);
+  for (const BatchScheduler::OwnMove& m : back) {
+    EXPECT_EQ(m.rank, 1);
+    scheduler.move_own(m.id, m.rank);
+  }
+  EXPECT_EQ(scheduler.own_bytes(), (std::vector<int64_t>{20, 20}));
+  std::vector<OwnLoad> spread = after;
+  for (OwnLoad& o : spread) {
+    for (const BatchScheduler::OwnMove& m : back) {
+      if (m.id == o.id) o.rank = m.rank;
+    }
+  }
+  EXPECT_TRUE(scheduler.own_moves(std::vector<double>{0, 0}, 0, spread).empty()) << "equal loads stay put";
+
+  for (int64_t id = 1; id <= 4; ++id) scheduler.finish(id);
+  EXPECT_EQ(scheduler.reserved_bytes(), (std::vector<int64_t>{0, 0})) << "each move took its reservation along";
+  EXPECT_EQ(scheduler.own_bytes(), (std::vector<int64_t>{0, 0}));
+}
+
+TEST(BatchScheduler, NoMovesNearAPhase1sEndNorWhereEveryRankRunsChunks) {
+  BatchScheduler scheduler = four_streams();
+  const std::vector<OwnLoad> own = {{1, 0, 0.5}, {2, 0, 0.5}, {3, 1, 0.5}, {4, 1, 0.5}};
+  EXPECT_TRUE(scheduler.own_moves(std::vector<double>{0, 25}, BatchScheduler::kMinStepsToMove - 1, own).empty());
+  EXPECT_TRUE(scheduler.own_moves(std::vector<double>{25, 25}, 1000, own).empty());
+  EXPECT_EQ(scheduler.own_moves(std::vector<double>{0, 25}, BatchScheduler::kMinStepsToMove, own).size(), 2u);
+}
+
+TEST(BatchScheduler, OwnTokensMoveNeitherPastTheOtherRankNorWhereTheyDoNotFitNorWhenPinned) {
+  // A move that would leave rank 0 busier than rank 1 is not made: loads 0 and 1.5 (one stream of
+  // 1.0 and one of 0.5 on rank 1) move only the 0.5 one.
+  BatchScheduler uneven = four_streams();
+  EXPECT_EQ(moves_of(uneven.own_moves(std::vector<double>{0, 0}, 0, std::vector<OwnLoad>{{3, 1, 1.0}, {4, 1, 0.5}})),
+            (std::vector<std::pair<int64_t, int>>{{4, 0}}));
+
+  // Budget 25 a rank: each holds 24, so 10 more own bytes fit on neither.
+  BatchScheduler full = four_streams(25);
+  const std::vector<OwnLoad> own = {{1, 0, 0.5}, {2, 0, 0.5}, {3, 1, 0.5}, {4, 1, 0.5}};
+  EXPECT_TRUE(full.own_moves(std::vector<double>{0, 25}, 1000, own).empty());
+
+  // Started as not movable (their context needs them on the query host): they stay.
+  BatchScheduler pinned(limits(8, 0), 2);
+  pinned.start(1, {1, 11}, 1, 10, /*movable=*/false);
+  EXPECT_TRUE(pinned.own_moves(std::vector<double>{0, 25}, 1000, std::vector<OwnLoad>{{1, 1, 0.5}}).empty());
+  // Nor does a sequence the scheduler does not run, or one reported on another rank than recorded.
+  EXPECT_TRUE(pinned.own_moves(std::vector<double>{0, 25}, 1000, std::vector<OwnLoad>{{7, 1, 0.5}}).empty());
+  BatchScheduler moved = four_streams();
+  EXPECT_TRUE(moved.own_moves(std::vector<double>{0, 25}, 1000, std::vector<OwnLoad>{{1, 1, 0.5}}).empty());
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <random>
 #include <vector>
@@ -29,9 +30,11 @@ struct RequestRecord {
   int progress_events = 0;
 };
 
-inline std::map<int64_t, RequestRecord> run_schedule(StepEngine& engine, Communicator& comm,
-                                                     const std::vector<ScheduledRequest>& requests,
-                                                     int64_t* steps_run = nullptr) {
+// `before_step(step, message)`, where given, may add to each step's message before rank 0 sends it
+// (on rank 0 only: the others' messages are ignored).
+inline std::map<int64_t, RequestRecord> run_schedule(
+    StepEngine& engine, Communicator& comm, const std::vector<ScheduledRequest>& requests,
+    int64_t* steps_run = nullptr, const std::function<void(int64_t, StepMessage&)>& before_step = {}) {
   std::map<int64_t, RequestRecord> records;
   int64_t last_admission = 0;
   for (const ScheduledRequest& r : requests) last_admission = std::max(last_admission, r.admit_at_step);
@@ -41,6 +44,7 @@ inline std::map<int64_t, RequestRecord> run_schedule(StepEngine& engine, Communi
     for (const ScheduledRequest& r : requests) {
       if (r.admit_at_step == step) next.admitted.push_back(r.spec);
     }
+    if (before_step && comm.rank() == 0) before_step(step, next);
     Result<StepMessage> message = exchange_step(comm, next);
     EXPECT_TRUE(message.ok()) << message.status().to_string();
     if (!message.ok()) break;

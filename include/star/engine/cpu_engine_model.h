@@ -52,6 +52,10 @@ class CpuEngineModel final : public EngineModel {
 
   Result<std::unique_ptr<KvShard>> new_shard(int64_t capacity) override;
   Status append(const KvShard& from, KvShard& to) override;
+  bool moves_shards() const override { return true; }
+  Result<std::vector<std::byte>> shard_rows(const KvShard& shard) override;
+  Result<std::unique_ptr<KvShard>> shard_from_rows(std::span<const std::byte> rows, int64_t tokens,
+                                                   int64_t capacity) override;
 
   Result<std::unique_ptr<EngineAttention>> local_causal(KvShard& cache) override;
   Result<std::unique_ptr<EngineAttention>> prefixed_block(const KvShard& prefix, KvShard& shard, int64_t block_first,

@@ -102,6 +102,13 @@ class EngineModel {
   virtual Result<std::unique_ptr<KvShard>> new_shard(int64_t capacity) = 0;
   // Appends every row of `from` to `to`.
   virtual Status append(const KvShard& from, KvShard& to) = 0;
+  // A shard's rows moving to another rank (a sequence's own tokens, StepMessage::moved): whether
+  // this backend can, the rows as stored (kv_bytes_per_token() a token), and a new shard with
+  // room for `capacity` tokens that holds `tokens` such rows. UNIMPLEMENTED where it cannot.
+  virtual bool moves_shards() const { return false; }
+  virtual Result<std::vector<std::byte>> shard_rows(const KvShard& shard);
+  virtual Result<std::unique_ptr<KvShard>> shard_from_rows(std::span<const std::byte> rows, int64_t tokens,
+                                                           int64_t capacity);
 
   // The LayerAttention kinds of star/attention/layer_attentions.h over this backend's shards.
   virtual Result<std::unique_ptr<EngineAttention>> local_causal(KvShard& cache) = 0;

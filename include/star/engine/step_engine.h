@@ -67,6 +67,10 @@ struct StepMessage {
   std::vector<int64_t> finished;                      // drop now (stop string, cancelled, deadline, aborted)
   std::vector<std::string> release;                   // encoded contexts to drop
   std::vector<std::string> keep;                      // contexts encoded last step that rank 0 admitted (others dropped)
+  // (sequence id, rank): its own tokens move to that rank before this step's forward. Only a
+  // decoding sequence's whose own tokens may leave their host (a plain context), and only where
+  // StepEngine::moves_own_tokens(); anything else is INTERNAL (the scheduler broke).
+  std::vector<std::pair<int64_t, int32_t>> moved;
   bool shutdown = false;  // the loop ends: the step applies nothing and runs nothing
 };
 
@@ -112,6 +116,21 @@ struct SequenceEvent {
   const EncodedContext* context = nullptr;
 };
 
+// What rank 0's scheduler balances by moving own tokens (StepMessage::moved), in the cost model's
+// token-equivalents (chunk_limit.h), before the next step: each rank's Phase 1 chunk in it, the
+// steps the slowest rank has left of that Phase 1, and the attention each decoding sequence whose
+// own tokens may leave their host gives its own tokens a step.
+struct OwnTokenLoads {
+  std::vector<double> chunk;     // per rank (phase1_chunk_loads)
+  int64_t chunk_steps_left = 0;  // 0: no Phase 1 runs
+  struct Sequence {
+    int64_t id = 0;
+    int host = 0;      // the rank holding them now
+    double load = 0;
+  };
+  std::vector<Sequence> movable;  // by id
+};
+
 struct StepLimits {
   int64_t max_num_batched_tokens = 2048;  // Phase 1 tokens of one step's chunk (0: a block at once)
   int64_t max_chunk_cost = 0;             // token-equivalents of one step's chunk (chunk_limit.h; 0: off)
@@ -137,6 +156,10 @@ class StepEngine {
 
   bool idle() const;  // nothing running, encoding or waiting for a keep decision
   int64_t running() const;  // sequences admitted and not yet dropped
+  // Whether rank 0 may move own tokens (StepMessage::moved): a backend that moves shards, more
+  // than one rank.
+  bool moves_own_tokens() const;
+  OwnTokenLoads own_token_loads() const;
 
   // A context kept with `keep_as`, or null (a borrowed one is not an EncodedContext: null too).
   const EncodedContext* context(const std::string& id) const;

@@ -73,6 +73,9 @@ struct StepSequence {
   bool context_only() const { return !spec.keep_as.empty(); }
   // The rank keeping the own tokens: the spec's own_host, else the context's query host.
   int own_host() const { return spec.own_host >= 0 ? spec.own_host : context.layout.query_host; }
+  // Whether the own tokens may be kept off the query host: a plain context (no bounded window, no
+  // Skip Softmax, no RocketKV), as BatchedQuerySlot::own_host needs.
+  bool own_tokens_may_leave_host() const;
   // The most chunks any rank runs (rank_chunks), 0 without an inline context.
   int64_t slowest_chunks() const;
   bool is_stop(int32_t token) const;

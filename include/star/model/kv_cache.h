@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "star/model/kv_dtype.h"
@@ -36,6 +37,11 @@ class KvCache {
   void store(int64_t layer, int64_t first, const float* k, const float* v, int64_t n);
   // Appends every row of `from` (same layers, row shape and dtype) as stored: no re-rounding.
   void append(const KvCache& from);
+  // Every row as stored, layer by layer, keys then values: bytes() of them, for another rank.
+  std::vector<std::byte> stored_rows() const;
+  // Appends `tokens` rows laid out as stored_rows lays them (a cache of the same layers, row
+  // shape and dtype); `rows` holds tokens × bytes_per_token() bytes.
+  void append_stored(std::span<const std::byte> rows, int64_t tokens);
 
   KvRows keys(int64_t layer) const { return {keys_[layer].data(), dtype_}; }
   KvRows values(int64_t layer) const { return {values_[layer].data(), dtype_}; }

@@ -53,9 +53,34 @@ class BatchScheduler {
   std::vector<Verdict> decide(std::span<const std::vector<int64_t>> waiting,
                               std::span<const OwnTokens> own = {}) const;
 
-  // A request started with these reservations (own_bytes of them on own_rank: its own tokens),
-  // under an id unique while it runs.
-  void start(int64_t id, std::vector<int64_t> rank_bytes, int own_rank = -1, int64_t own_bytes = 0);
+  // A request started with these reservations (own_bytes of them on own_rank: its own tokens,
+  // which may move later where `movable`), under an id unique while it runs.
+  void start(int64_t id, std::vector<int64_t> rank_bytes, int own_rank = -1, int64_t own_bytes = 0,
+             bool movable = false);
+
+  // Own tokens to move before the next step so that the ranks' loads even out: a rank's load is
+  // base[rank] (its Phase 1 chunk) plus the loads of the own tokens it holds (`own`: the running
+  // sequences whose own tokens may move, with their holder now). While a Phase 1 runs, the rank
+  // without an anchor runs out of chunks long before the others (docs/algorithms.md): it then
+  // takes the streams' own tokens, and after the Phase 1 they spread again. Each move takes the
+  // largest own tokens that fit from the most loaded rank to the least loaded one, where their
+  // reservation fits, and leaves that rank no more loaded than the other, so loads never swap and
+  // equal loads stay put. None while a Phase 1 has fewer than kMinStepsToMove steps left: a move
+  // costs one copy of the tokens between the ranks.
+  struct OwnLoad {
+    int64_t id = 0;
+    int rank = 0;  // holding them now
+    double load = 0;
+  };
+  struct OwnMove {
+    int64_t id = 0;
+    int rank = 0;  // to
+  };
+  static constexpr int64_t kMinStepsToMove = 64;
+  std::vector<OwnMove> own_moves(std::span<const double> base, int64_t phase1_steps_left,
+                                 std::span<const OwnLoad> own) const;
+  // Records a move own_moves proposed: the own bytes' reservation goes with them.
+  void move_own(int64_t id, int rank);
   // It ended (any way): its reservation is free again. Unknown ids are ignored.
   void finish(int64_t id);
 
@@ -68,6 +93,7 @@ class BatchScheduler {
     std::vector<int64_t> rank_bytes;
     int own_rank = -1;
     int64_t own_bytes = 0;
+    bool movable = false;
   };
 
   // Whether `rank_bytes` fit on top of `reserved` on every rank.

@@ -60,6 +60,8 @@ class EngineLoop {
   // Cancelled sequences into message.finished; queued requests into message.admitted.
   void finish_cancelled(StepMessage& message);
   void admit(StepMessage& message);
+  // Own tokens the scheduler moves to even out the ranks' loads into message.moved.
+  void move_own_tokens(StepMessage& message);
   // A queued request as the engine learns it, or the error its channel gets instead.
   Result<SequenceSpec> sequence_of(int64_t id, Job& job, Sequence& sequence);
   // The step's events into channel events; sampled tokens and keep decisions into next_.
