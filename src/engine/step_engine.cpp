@@ -74,10 +74,11 @@ class StepEngine::Impl {
     if (encoding != nullptr) loads.chunk_steps_left = std::max<int64_t>(0, encoding->slowest_chunks() - encoding->chunk_steps);
     const int64_t keys_per_token = std::max<int64_t>(attention_keys_per_token(model_.config()), 1);
     for (const auto& [id, s] : sequences_) {
-      if (s->phase != StepSequence::Phase::kDecoding || !s->own_tokens_may_leave_host()) continue;
+      if (s->phase != StepSequence::Phase::kDecoding) continue;
       // Its next row attends its own tokens so far and itself (own_attention_loads' count).
       const int64_t keys = s->next_position - s->context.layout.query_position_start + 1;
-      loads.movable.push_back({id, s->own_host(), static_cast<double>(keys) / static_cast<double>(keys_per_token)});
+      loads.decoding.push_back({id, s->own_host(), static_cast<double>(keys) / static_cast<double>(keys_per_token),
+                                s->own_tokens_may_move()});
     }
     return loads;
   }
@@ -167,31 +168,45 @@ class StepEngine::Impl {
       if (!moves_own_tokens()) return internal_error(which + ", which this engine cannot do");
       if (to < 0 || to >= comm_.size()) return internal_error(which + " of " + std::to_string(comm_.size()));
       if (s.phase != StepSequence::Phase::kDecoding) return internal_error(which + " before it decodes");
-      if (!s.own_tokens_may_leave_host()) return internal_error(which + ", but they must stay on its query host");
+      if (!s.own_tokens_may_move()) return internal_error(which + ", but they must stay on its query host");
       const int from = s.own_host();
       if (to == from) continue;
-      // Own rows so far: every forward stores its rows and advances next_position by them.
-      const int64_t tokens = s.next_position - s.context.layout.query_position_start;
-      const int64_t capacity = static_cast<int64_t>(s.spec.query_ids.size()) + s.spec.generation.max_tokens;
-      const auto bytes = static_cast<size_t>(tokens * model_.kv_bytes_per_token());
-      if (comm_.rank() == from) {
-        if (s.own == nullptr) return internal_error(which + " from rank " + std::to_string(from) + ", which holds none");
-        Result<std::vector<std::byte>> rows = model_.shard_rows(*s.own);
-        if (!rows.ok()) return internal_error(which + ": " + std::string(rows.status().message()));
-        if (rows->size() != bytes) {
-          return internal_error(which + ": " + std::to_string(rows->size()) + " bytes held, " + std::to_string(bytes) +
-                                " expected");
-        }
-        if (Status st = comm_.send_recv(rows->data(), rows->size(), to, nullptr, 0, to); !st.ok()) return st;
-        s.own.reset();
-      } else if (comm_.rank() == to) {
-        std::vector<std::byte> rows(bytes);
-        if (Status st = comm_.send_recv(nullptr, 0, from, rows.data(), rows.size(), from); !st.ok()) return st;
-        Result<std::unique_ptr<KvShard>> own = model_.shard_from_rows(rows, tokens, capacity);
-        if (!own.ok()) return internal_error(which + ": " + std::string(own.status().message()));
-        s.own = std::move(*own);
+      if (Status moved = move_own_rows(s, from, to); !moved.ok()) {
+        return internal_error(which + ": " + std::string(moved.message()));
       }
       s.spec.own_host = to == s.context.layout.query_host ? -1 : to;
+    }
+    return ok_status();
+  }
+
+  // Sends s's own rows from `from` to `to`. A size goes first, so that a holder that cannot send
+  // (a negative size) fails the step on the receiver too instead of leaving it waiting.
+  Status move_own_rows(StepSequence& s, int from, int to) {
+    // Own rows so far: every forward stores its rows and advances next_position by them.
+    const int64_t tokens = s.next_position - s.context.layout.query_position_start;
+    const int64_t bytes = tokens * model_.kv_bytes_per_token();
+    if (comm_.rank() == from) {
+      Result<std::vector<std::byte>> rows = internal_error("rank " + std::to_string(from) + " holds none");
+      if (s.own != nullptr) rows = model_.shard_rows(*s.own);
+      const bool ready = rows.ok() && static_cast<int64_t>(rows->size()) == bytes;
+      const int64_t size = ready ? bytes : -1;
+      if (Status st = comm_.send_recv(&size, sizeof(size), to, nullptr, 0, to); !st.ok()) return st;
+      if (!rows.ok()) return rows.status();
+      if (!ready) {
+        return internal_error(std::to_string(rows->size()) + " bytes held, " + std::to_string(bytes) + " expected");
+      }
+      if (Status st = comm_.send_recv(rows->data(), rows->size(), to, nullptr, 0, to); !st.ok()) return st;
+      s.own.reset();
+    } else if (comm_.rank() == to) {
+      int64_t size = 0;
+      if (Status st = comm_.send_recv(nullptr, 0, from, &size, sizeof(size), from); !st.ok()) return st;
+      if (size != bytes) return internal_error("rank " + std::to_string(from) + " could not send them");
+      std::vector<std::byte> rows(static_cast<size_t>(bytes));
+      if (Status st = comm_.send_recv(nullptr, 0, from, rows.data(), rows.size(), from); !st.ok()) return st;
+      const int64_t capacity = static_cast<int64_t>(s.spec.query_ids.size()) + s.spec.generation.max_tokens;
+      Result<std::unique_ptr<KvShard>> own = model_.shard_from_rows(rows, tokens, capacity);
+      if (!own.ok()) return own.status();
+      s.own = std::move(*own);
     }
     return ok_status();
   }

@@ -89,6 +89,13 @@ bool StepSequence::own_tokens_may_leave_host() const {
          layout.skip_softmax.decode_scale_factor == 0 && !(context.shard != nullptr && context.shard->selects_keys());
 }
 
+bool StepSequence::own_tokens_may_move() const {
+  const EncodedContext* encoded = own_context != nullptr ? own_context.get() : kept.get();
+  if (!own_tokens_may_leave_host() || encoded == nullptr) return false;
+  const auto host = static_cast<size_t>(context.layout.query_host);
+  return host < encoded->shard_tokens.size() && encoded->shard_tokens[host] > 0;
+}
+
 int64_t StepSequence::slowest_chunks() const {
   return rank_chunks.empty() ? 0 : *std::max_element(rank_chunks.begin(), rank_chunks.end());
 }

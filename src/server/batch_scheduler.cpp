@@ -1,6 +1,7 @@
 #include "star/server/batch_scheduler.h"
 
 #include <algorithm>
+#include <numeric>
 #include <string>
 
 namespace star::server {
@@ -93,36 +94,48 @@ std::vector<BatchScheduler::OwnMove> BatchScheduler::own_moves(std::span<const d
   if (ranks < 2 || (phase1_steps_left > 0 && phase1_steps_left < kMinStepsToMove)) return moves;
   std::vector<double> load(static_cast<size_t>(ranks), 0.0);
   for (int r = 0; r < ranks && static_cast<size_t>(r) < base.size(); ++r) load[static_cast<size_t>(r)] = base[static_cast<size_t>(r)];
-  // The sequences the scheduler may move, where their holder is the one it recorded.
+  // Every running sequence's own tokens count where they are (one that ended is gone after this
+  // step); those the scheduler may move, where it recorded them, are the candidates.
   std::vector<OwnLoad> candidates;
+  double own_total = 0;
   for (const OwnLoad& o : own) {
     auto it = running_.find(o.id);
-    if (o.rank < 0 || o.rank >= ranks) continue;
+    if (it == running_.end() || o.rank < 0 || o.rank >= ranks) continue;
     load[static_cast<size_t>(o.rank)] += o.load;
-    if (it != running_.end() && it->second.movable && it->second.own_rank == o.rank) candidates.push_back(o);
+    own_total += o.load;
+    if (o.may_move && it->second.movable && it->second.own_rank == o.rank) candidates.push_back(o);
   }
+  // The receiver may end level with the giver: a slack of the own loads' size absorbs their sums'
+  // rounding.
+  const double slack = 1e-9 * std::max(own_total, 1.0);
   std::vector<int64_t> reserved = reserved_;
-  // Each move narrows the gap between the most and the least loaded rank; at most one move per
+  std::vector<int> by_load(static_cast<size_t>(ranks));
+  // Each move narrows the gap between a giver and the least loaded rank; at most one move per
   // candidate, so the loop ends.
   for (size_t round = 0; round < candidates.size(); ++round) {
-    const auto most = static_cast<int>(std::max_element(load.begin(), load.end()) - load.begin());
     const auto least = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
-    // The receiver may end level with the giver: a relative slack absorbs the sums' rounding.
-    const double gap = load[static_cast<size_t>(most)] - load[static_cast<size_t>(least)] +
-                       1e-9 * load[static_cast<size_t>(most)];
+    std::iota(by_load.begin(), by_load.end(), 0);
+    std::stable_sort(by_load.begin(), by_load.end(),
+                     [&](int a, int b) { return load[static_cast<size_t>(a)] > load[static_cast<size_t>(b)]; });
+    // From the most loaded rank that has one to give.
     OwnLoad* pick = nullptr;
-    for (OwnLoad& c : candidates) {
-      if (c.rank != most || c.load <= 0 || 2 * c.load > gap) continue;
-      const int64_t bytes = running_.at(c.id).own_bytes;
-      if (limits_.kv_cache_bytes > 0 && bytes > limits_.kv_cache_bytes - reserved[static_cast<size_t>(least)]) continue;
-      if (pick == nullptr || c.load > pick->load) pick = &c;
+    for (int giver : by_load) {
+      const double gap = load[static_cast<size_t>(giver)] - load[static_cast<size_t>(least)] + slack;
+      for (OwnLoad& c : candidates) {
+        if (c.rank != giver || giver == least || c.load <= 0 || 2 * c.load > gap) continue;
+        const int64_t bytes = running_.at(c.id).own_bytes;
+        if (limits_.kv_cache_bytes > 0 && bytes > limits_.kv_cache_bytes - reserved[static_cast<size_t>(least)]) continue;
+        if (pick == nullptr || c.load > pick->load) pick = &c;
+      }
+      if (pick != nullptr) break;
     }
     if (pick == nullptr) break;
+    const auto from = static_cast<size_t>(pick->rank), to = static_cast<size_t>(least);
     const int64_t bytes = running_.at(pick->id).own_bytes;
-    reserved[static_cast<size_t>(most)] -= bytes;
-    reserved[static_cast<size_t>(least)] += bytes;
-    load[static_cast<size_t>(most)] -= pick->load;
-    load[static_cast<size_t>(least)] += pick->load;
+    reserved[from] -= bytes;
+    reserved[to] += bytes;
+    load[from] -= pick->load;
+    load[to] += pick->load;
     moves.push_back({pick->id, least});
     pick->rank = least;
     pick->load = 0;  // moved once

@@ -188,7 +188,7 @@ void EngineLoop::move_own_tokens(StepMessage& message) {
   if (!engine_.moves_own_tokens()) return;
   const OwnTokenLoads loads = engine_.own_token_loads();
   std::vector<BatchScheduler::OwnLoad> own;
-  for (const OwnTokenLoads::Sequence& s : loads.movable) own.push_back({s.id, s.host, s.load});
+  for (const OwnTokenLoads::Sequence& s : loads.decoding) own.push_back({s.id, s.host, s.load, s.may_move});
   for (const BatchScheduler::OwnMove& move : scheduler_.own_moves(loads.chunk, loads.chunk_steps_left, own)) {
     scheduler_.move_own(move.id, move.rank);
     message.moved.emplace_back(move.id, move.rank);

@@ -186,6 +186,8 @@ TEST(KvCache, StoredRowsRebuildTheCacheElsewhereByteForByte) {
     moved.store(0, moved.grow(1), first.data(), first.data(), 1);
     moved.append_stored(rows, 5);
     ASSERT_EQ(moved.tokens(), 6);
+    const auto first_bytes = encoded(dtype, first);
+    EXPECT_EQ(std::memcmp(moved.keys(0).data, first_bytes.data(), moved.row_bytes()), 0) << "the row held before";
     for (int64_t l = 0; l < 3; ++l) {
       EXPECT_EQ(std::memcmp(moved.keys(l).data + moved.row_bytes(), cache.keys(l).data, 5 * cache.row_bytes()), 0);
       EXPECT_EQ(std::memcmp(moved.values(l).data + moved.row_bytes(), cache.values(l).data, 5 * cache.row_bytes()), 0);

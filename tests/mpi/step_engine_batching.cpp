@@ -157,17 +157,29 @@ TEST_F(StepEngineBatching, OwnTokensMovedWhileDecodingEqualEachAlone) {
   const std::vector<ScheduledRequest> schedule = mixed_schedule();
   std::map<int64_t, const SequenceSpec*> specs;
   for (const ScheduledRequest& r : schedule) specs[r.spec.id] = &r.spec;
-  size_t moves = 0;
+  // Each step, the moves sent the step before must show in the holders the engine reports.
+  std::map<int64_t, int> sent;
+  size_t moves_seen = 0;
   std::map<int64_t, RequestRecord> together =
       testing::run_schedule(engine, comm_, schedule, nullptr, [&](int64_t step, StepMessage& next) {
-        if (step % 3 != 2) return;
-        for (const OwnTokenLoads::Sequence& s : engine.own_token_loads().movable) {
-          if (!movable(*specs.at(s.id))) continue;
-          next.moved.emplace_back(s.id, (s.host + 1 + static_cast<int>(step % 2)) % comm_.size());
+        const OwnTokenLoads loads = engine.own_token_loads();
+        for (const OwnTokenLoads::Sequence& s : loads.decoding) {
+          auto it = sent.find(s.id);
+          if (it == sent.end()) continue;
+          EXPECT_EQ(s.host, it->second) << "sequence " << s.id << " at step " << step;
+          ++moves_seen;
         }
-        moves += next.moved.size();
+        sent.clear();
+        if (step % 3 != 2) return;
+        for (const OwnTokenLoads::Sequence& s : loads.decoding) {
+          if (!s.may_move || !movable(*specs.at(s.id))) continue;
+          const int to = (s.host + 1 + static_cast<int>(step % 2)) % comm_.size();
+          if (to == s.host) continue;
+          next.moved.emplace_back(s.id, to);
+          sent[s.id] = to;
+        }
       });
-  if (comm_.rank() == 0) EXPECT_GE(moves, 20u);
+  if (comm_.rank() == 0) EXPECT_GE(moves_seen, 20u);
   for (const ScheduledRequest& r : schedule) {
     SCOPED_TRACE("request " + std::to_string(r.spec.id) + " (" + r.spec.attention.algorithm + ")");
     std::map<int64_t, RequestRecord> alone = testing::run_schedule(engine, comm_, {{r.spec, 0}});

@@ -205,5 +205,43 @@ TEST(BatchScheduler, OwnTokensMoveNeitherPastTheOtherRankNorWhereTheyDoNotFitNor
   EXPECT_TRUE(moved.own_moves(std::vector<double>{0, 25}, 1000, std::vector<OwnLoad>{{1, 1, 0.5}}).empty());
 }
 
+TEST(BatchScheduler, OnlyRunningOwnTokensWeighAndThoseThatMayNotMoveStillWeigh) {
+  // Sequence 9 ended (the scheduler finished it) though the engine still reports it this step: its
+  // load must not pull sequence 3 over, only to send it back next step.
+  BatchScheduler ended = four_streams();
+  ended.start(9, {0, 11}, 1, 10, /*movable=*/true);
+  ended.finish(9);
+  EXPECT_TRUE(ended.own_moves(std::vector<double>{0, 0}, 0,
+                              std::vector<OwnLoad>{{1, 0, 0.4}, {2, 0, 0.4}, {3, 1, 0.4}, {4, 1, 0.4}, {9, 1, 10.0}})
+                  .empty());
+
+  // A pinned sequence's attention loads its rank all the same: rank 0 (2.0, pinned) is the busier,
+  // so rank 1's movable ones stay.
+  BatchScheduler pinned(limits(8, 0), 2);
+  pinned.start(1, {11, 1}, 0, 10, /*movable=*/false);
+  pinned.start(2, {1, 11}, 1, 10, /*movable=*/true);
+  pinned.start(3, {1, 11}, 1, 10, /*movable=*/true);
+  EXPECT_TRUE(
+      pinned.own_moves(std::vector<double>{0, 0}, 0, std::vector<OwnLoad>{{1, 0, 2.0}, {2, 1, 0.5}, {3, 1, 0.5}})
+          .empty());
+
+  // The engine's word counts too: may_move false stays.
+  BatchScheduler told = four_streams();
+  EXPECT_TRUE(told.own_moves(std::vector<double>{0, 25}, 1000,
+                             std::vector<OwnLoad>{{3, 1, 0.5, false}, {4, 1, 0.5, false}})
+                  .empty());
+}
+
+TEST(BatchScheduler, OnThreeRanksTheBusiestRankWithSomethingToGiveGives) {
+  // Rank 0 is the busiest but holds only a pinned sequence; rank 1 gives to rank 2.
+  BatchScheduler scheduler(limits(8, 0), 3);
+  scheduler.start(1, {11, 1, 1}, 0, 10, /*movable=*/false);
+  scheduler.start(2, {1, 11, 1}, 1, 10, /*movable=*/true);
+  scheduler.start(3, {1, 11, 1}, 1, 10, /*movable=*/true);
+  const std::vector<OwnLoad> own = {{1, 0, 3.0}, {2, 1, 1.0}, {3, 1, 1.0}};
+  EXPECT_EQ(moves_of(scheduler.own_moves(std::vector<double>{0, 0, 0}, 0, own)),
+            (std::vector<std::pair<int64_t, int>>{{2, 2}}));
+}
+
 }  // namespace
 }  // namespace star::server

@@ -68,8 +68,9 @@ struct StepMessage {
   std::vector<std::string> release;                   // encoded contexts to drop
   std::vector<std::string> keep;                      // contexts encoded last step that rank 0 admitted (others dropped)
   // (sequence id, rank): its own tokens move to that rank before this step's forward. Only a
-  // decoding sequence's whose own tokens may leave their host (a plain context), and only where
-  // StepEngine::moves_own_tokens(); anything else is INTERNAL (the scheduler broke).
+  // decoding sequence's that may move them (OwnTokenLoads' may_move), and only where
+  // StepEngine::moves_own_tokens(); anything else is INTERNAL (the scheduler broke). An id no
+  // longer running (its last token came in this message) is skipped.
   std::vector<std::pair<int64_t, int32_t>> moved;
   bool shutdown = false;  // the loop ends: the step applies nothing and runs nothing
 };
@@ -118,8 +119,8 @@ struct SequenceEvent {
 
 // What rank 0's scheduler balances by moving own tokens (StepMessage::moved), in the cost model's
 // token-equivalents (chunk_limit.h), before the next step: each rank's Phase 1 chunk in it, the
-// steps the slowest rank has left of that Phase 1, and the attention each decoding sequence whose
-// own tokens may leave their host gives its own tokens a step.
+// steps the slowest rank has left of that Phase 1, and the attention each decoding sequence gives
+// its own tokens a step, with whether they may move (StepSequence::own_tokens_may_move).
 struct OwnTokenLoads {
   std::vector<double> chunk;     // per rank (phase1_chunk_loads)
   int64_t chunk_steps_left = 0;  // 0: no Phase 1 runs
@@ -127,8 +128,9 @@ struct OwnTokenLoads {
     int64_t id = 0;
     int host = 0;      // the rank holding them now
     double load = 0;
+    bool may_move = false;
   };
-  std::vector<Sequence> movable;  // by id
+  std::vector<Sequence> decoding;  // by id
 };
 
 struct StepLimits {

@@ -76,6 +76,10 @@ struct StepSequence {
   // Whether the own tokens may be kept off the query host: a plain context (no bounded window, no
   // Skip Softmax, no RocketKV), as BatchedQuerySlot::own_host needs.
   bool own_tokens_may_leave_host() const;
+  // Whether they may move there while it decodes (StepMessage::moved): besides, its query host
+  // holds part of the context, as own_tokens_movable asks at admission (known for an inline or
+  // kept context; a borrowed one's shard sizes are not, so it keeps its own tokens where they are).
+  bool own_tokens_may_move() const;
   // The most chunks any rank runs (rank_chunks), 0 without an inline context.
   int64_t slowest_chunks() const;
   bool is_stop(int32_t token) const;

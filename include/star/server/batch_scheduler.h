@@ -59,18 +59,19 @@ class BatchScheduler {
              bool movable = false);
 
   // Own tokens to move before the next step so that the ranks' loads even out: a rank's load is
-  // base[rank] (its Phase 1 chunk) plus the loads of the own tokens it holds (`own`: the running
-  // sequences whose own tokens may move, with their holder now). While a Phase 1 runs, the rank
-  // without an anchor runs out of chunks long before the others (docs/algorithms.md): it then
-  // takes the streams' own tokens, and after the Phase 1 they spread again. Each move takes the
-  // largest own tokens that fit from the most loaded rank to the least loaded one, where their
-  // reservation fits, and leaves that rank no more loaded than the other, so loads never swap and
-  // equal loads stay put. None while a Phase 1 has fewer than kMinStepsToMove steps left: a move
-  // costs one copy of the tokens between the ranks.
+  // base[rank] (its Phase 1 chunk) plus the loads of the running sequences' own tokens it holds
+  // (`own`, with their holder now). While a Phase 1 runs, the rank without an anchor runs out of
+  // chunks long before the others (docs/algorithms.md): it then takes the streams' own tokens,
+  // and after the Phase 1 they spread again. Each move takes the largest own tokens that may move
+  // (started movable, may_move, and where recorded) from the most loaded rank that has such to the
+  // least loaded one, where their reservation fits, and leaves the receiver no more loaded than
+  // the giver (up to rounding), so equal loads stay put. None while a Phase 1 has fewer than
+  // kMinStepsToMove steps left: a move costs one copy of the tokens between the ranks.
   struct OwnLoad {
     int64_t id = 0;
     int rank = 0;  // holding them now
     double load = 0;
+    bool may_move = true;  // the engine's verdict (StepSequence::own_tokens_may_move)
   };
   struct OwnMove {
     int64_t id = 0;
