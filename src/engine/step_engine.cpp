@@ -72,13 +72,11 @@ class StepEngine::Impl {
     const StepSequence* encoding = encoding_order_.empty() ? nullptr : sequences_.at(encoding_order_.front()).get();
     loads.chunk = phase1_chunk_loads(encoding, comm_.size(), chunk_limit_);
     if (encoding != nullptr) loads.chunk_steps_left = std::max<int64_t>(0, encoding->slowest_chunks() - encoding->chunk_steps);
-    const int64_t keys_per_token = std::max<int64_t>(attention_keys_per_token(model_.config()), 1);
+    const int64_t keys_per_token = attention_keys_per_token(model_.config());
     for (const auto& [id, s] : sequences_) {
       if (s->phase != StepSequence::Phase::kDecoding) continue;
-      // Its next row attends its own tokens so far and itself (own_attention_loads' count).
-      const int64_t keys = s->next_position - s->context.layout.query_position_start + 1;
-      loads.decoding.push_back({id, s->own_host(), static_cast<double>(keys) / static_cast<double>(keys_per_token),
-                                s->own_tokens_may_move()});
+      // Its next step's one row (waiting for its token, it has none pending yet).
+      loads.decoding.push_back({id, s->own_host(), own_attention_load(*s, 1, keys_per_token), s->own_tokens_may_move()});
     }
     return loads;
   }
@@ -182,8 +180,7 @@ class StepEngine::Impl {
   // Sends s's own rows from `from` to `to`. A size goes first, so that a holder that cannot send
   // (a negative size) fails the step on the receiver too instead of leaving it waiting.
   Status move_own_rows(StepSequence& s, int from, int to) {
-    // Own rows so far: every forward stores its rows and advances next_position by them.
-    const int64_t tokens = s.next_position - s.context.layout.query_position_start;
+    const int64_t tokens = s.own_rows();
     const int64_t bytes = tokens * model_.kv_bytes_per_token();
     if (comm_.rank() == from) {
       Result<std::vector<std::byte>> rows = internal_error("rank " + std::to_string(from) + " holds none");
@@ -203,8 +200,7 @@ class StepEngine::Impl {
       if (size != bytes) return internal_error("rank " + std::to_string(from) + " could not send them");
       std::vector<std::byte> rows(static_cast<size_t>(bytes));
       if (Status st = comm_.send_recv(nullptr, 0, from, rows.data(), rows.size(), from); !st.ok()) return st;
-      const int64_t capacity = static_cast<int64_t>(s.spec.query_ids.size()) + s.spec.generation.max_tokens;
-      Result<std::unique_ptr<KvShard>> own = model_.shard_from_rows(rows, tokens, capacity);
+      Result<std::unique_ptr<KvShard>> own = model_.shard_from_rows(rows, tokens, s.own_capacity());
       if (!own.ok()) return own.status();
       s.own = std::move(*own);
     }

@@ -84,20 +84,23 @@ std::vector<double> phase1_chunk_loads(const StepSequence* encoding, int ranks, 
   return load;
 }
 
+double own_attention_load(const StepSequence& s, int64_t rows, int64_t keys_per_token) {
+  const AttentionWindow& window = s.context.layout.window;
+  double keys = 0;
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t own = s.own_rows() + i + 1;
+    keys += static_cast<double>(window.bounded() ? std::min(own, window.sink + window.window) : own);
+  }
+  return keys / static_cast<double>(std::max<int64_t>(keys_per_token, 1));
+}
+
 std::vector<double> own_attention_loads(const std::vector<StepSequence*>& decoding, int ranks,
                                         int64_t keys_per_token) {
   std::vector<double> load(static_cast<size_t>(std::max(ranks, 0)), 0.0);
   for (const StepSequence* s : decoding) {
-    const ShardLayout& layout = s->context.layout;
     const int host = s->own_host();
     if (host < 0 || host >= ranks) continue;
-    double keys = 0;
-    for (int64_t i = 0; i < static_cast<int64_t>(s->pending.size()); ++i) {
-      const int64_t own = s->next_position + i + 1 - layout.query_position_start;
-      keys += static_cast<double>(layout.window.bounded() ? std::min(own, layout.window.sink + layout.window.window)
-                                                           : own);
-    }
-    load[static_cast<size_t>(host)] += keys / static_cast<double>(std::max<int64_t>(keys_per_token, 1));
+    load[static_cast<size_t>(host)] += own_attention_load(*s, static_cast<int64_t>(s->pending.size()), keys_per_token);
   }
   return load;
 }

@@ -60,8 +60,7 @@ Status start_decoding(EngineModel& model, Communicator& comm, StepSequence& sequ
                             " is not the query host, which a bounded window, Skip Softmax or RocketKV needs");
   }
   if (comm.rank() == sequence.own_host()) {
-    Result<std::unique_ptr<KvShard>> own =
-        model.new_shard(static_cast<int64_t>(spec.query_ids.size()) + spec.generation.max_tokens);
+    Result<std::unique_ptr<KvShard>> own = model.new_shard(sequence.own_capacity());
     if (!own.ok()) return own.status();
     sequence.own = std::move(*own);
   }

@@ -110,26 +110,26 @@ std::vector<BatchScheduler::OwnMove> BatchScheduler::own_moves(std::span<const d
   const double slack = 1e-9 * std::max(own_total, 1.0);
   std::vector<int64_t> reserved = reserved_;
   std::vector<int> by_load(static_cast<size_t>(ranks));
-  // Each move narrows the gap between a giver and the least loaded rank; at most one move per
-  // candidate, so the loop ends.
-  for (size_t round = 0; round < candidates.size(); ++round) {
+  // Each move narrows the gap between a giver and the least loaded rank and takes its candidate
+  // out, so the loop ends.
+  while (!candidates.empty()) {
     const auto least = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
     std::iota(by_load.begin(), by_load.end(), 0);
     std::stable_sort(by_load.begin(), by_load.end(),
                      [&](int a, int b) { return load[static_cast<size_t>(a)] > load[static_cast<size_t>(b)]; });
     // From the most loaded rank that has one to give.
-    OwnLoad* pick = nullptr;
+    auto pick = candidates.end();
     for (int giver : by_load) {
       const double gap = load[static_cast<size_t>(giver)] - load[static_cast<size_t>(least)] + slack;
-      for (OwnLoad& c : candidates) {
-        if (c.rank != giver || giver == least || c.load <= 0 || 2 * c.load > gap) continue;
-        const int64_t bytes = running_.at(c.id).own_bytes;
+      for (auto c = candidates.begin(); c != candidates.end(); ++c) {
+        if (c->rank != giver || giver == least || c->load <= 0 || 2 * c->load > gap) continue;
+        const int64_t bytes = running_.at(c->id).own_bytes;
         if (limits_.kv_cache_bytes > 0 && bytes > limits_.kv_cache_bytes - reserved[static_cast<size_t>(least)]) continue;
-        if (pick == nullptr || c.load > pick->load) pick = &c;
+        if (pick == candidates.end() || c->load > pick->load) pick = c;
       }
-      if (pick != nullptr) break;
+      if (pick != candidates.end()) break;
     }
-    if (pick == nullptr) break;
+    if (pick == candidates.end()) break;
     const auto from = static_cast<size_t>(pick->rank), to = static_cast<size_t>(least);
     const int64_t bytes = running_.at(pick->id).own_bytes;
     reserved[from] -= bytes;
@@ -137,8 +137,7 @@ std::vector<BatchScheduler::OwnMove> BatchScheduler::own_moves(std::span<const d
     load[from] -= pick->load;
     load[to] += pick->load;
     moves.push_back({pick->id, least});
-    pick->rank = least;
-    pick->load = 0;  // moved once
+    candidates.erase(pick);
   }
   return moves;
 }

@@ -40,6 +40,8 @@ std::vector<double> phase1_chunk_loads(const StepSequence* encoding, int ranks, 
 // (attention_keys_per_token).
 std::vector<double> own_attention_loads(const std::vector<StepSequence*>& decoding, int ranks,
                                         int64_t keys_per_token);
+// One sequence's share of that for its next `rows` rows (the owner's load, wherever it is).
+double own_attention_load(const StepSequence& sequence, int64_t rows, int64_t keys_per_token);
 
 // Runs one forward over `chunk` (may be null) and the pending rows of `decoding` (id order, each
 // with rows); `chunk_loads` is phase1_chunk_loads of this step, for row sharing. Every rank

@@ -73,6 +73,12 @@ struct StepSequence {
   bool context_only() const { return !spec.keep_as.empty(); }
   // The rank keeping the own tokens: the spec's own_host, else the context's query host.
   int own_host() const { return spec.own_host >= 0 ? spec.own_host : context.layout.query_host; }
+  // Own rows stored so far (every forward stores its rows and advances next_position by them),
+  // and the most it will hold (the query and max_tokens answer tokens).
+  int64_t own_rows() const { return next_position - context.layout.query_position_start; }
+  int64_t own_capacity() const {
+    return static_cast<int64_t>(spec.query_ids.size()) + spec.generation.max_tokens;
+  }
   // Whether the own tokens may be kept off the query host: a plain context (no bounded window, no
   // Skip Softmax, no RocketKV), as BatchedQuerySlot::own_host needs.
   bool own_tokens_may_leave_host() const;
