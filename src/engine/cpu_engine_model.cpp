@@ -226,10 +226,11 @@ Result<std::vector<float>> CpuEngineModel::forward(std::span<const int32_t> toke
 Result<std::vector<float>> CpuEngineModel::forward_rows(std::span<const int32_t> tokens,
                                                         std::span<const int32_t> positions, EngineAttention& attention,
                                                         std::span<const int64_t> logit_rows, VocabSlice vocab,
-                                                        const RowSharing* sharing, int64_t phase1_rows) {
+                                                        const RowSharing* sharing, int64_t phase1_rows,
+                                                        bool largest_only) {
   CpuAttention* cpu = cpu_attention(attention);
   if (cpu == nullptr) return foreign("forward_rows: an attention");
-  return model_.forward_rows(tokens, positions, cpu->layer(), logit_rows, vocab, sharing, phase1_rows);
+  return model_.forward_rows(tokens, positions, cpu->layer(), logit_rows, vocab, sharing, phase1_rows, largest_only);
 }
 
 Result<std::unique_ptr<BatchedQueryAttention>> CpuEngineModel::batched_query(Communicator& comm,

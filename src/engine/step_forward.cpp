@@ -193,14 +193,16 @@ Result<StepForward> run_step_forward(EngineModel& model, Communicator& comm, con
   // The chunk's rows apart from the decode rows, so that a sequence decodes the same bits beside a
   // chunk as alone.
   const int64_t phase1_rows = chunk ? static_cast<int64_t>(chunk->tokens.size()) : 0;
-  Result<std::vector<float>> logits =
-      model.forward_rows(tokens, positions, *attention, logit_rows, slice, share ? &sharing : nullptr, phase1_rows);
+  // Where every row is greedy, ranks send one candidate a row, so they need only the largest logits.
+  const bool greedy_candidates = comm.size() > 1 && greedy_rows_only(decoding);
+  Result<std::vector<float>> logits = model.forward_rows(tokens, positions, *attention, logit_rows, slice,
+                                                         share ? &sharing : nullptr, phase1_rows, greedy_candidates);
   if (!logits.ok()) return logits.status();
   if (comm.size() == 1) {
     out.logits = std::move(*logits);
     return out;
   }
-  if (greedy_rows_only(decoding)) {
+  if (greedy_candidates) {
     Result<std::vector<int32_t>> tokens =
         gather_greedy_tokens(comm, *logits, static_cast<int64_t>(logit_rows.size()), vocab, keep_logits);
     if (!tokens.ok()) return tokens.status();

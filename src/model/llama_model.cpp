@@ -40,8 +40,9 @@ Result<LlamaModel> LlamaModel::create(LlamaConfig config, LlamaWeights weights) 
     }
   }
   // The output projection's decode rows too; its stored rows stay, for the embedding it may share
-  // and for a prompt's many logit rows (matmul_wide_activations).
-  cpu::prelay_weight(weights.lm_head);
+  // and for a prompt's many logit rows (matmul_wide_activations). Its row norms serve greedy rows
+  // (forward_rows' largest_only).
+  cpu::prelay_weight(weights.lm_head, /*row_l1=*/true);
   return LlamaModel(std::move(config), std::move(weights), std::move(*rope));
 }
 
@@ -243,14 +244,18 @@ Result<std::vector<float>> LlamaModel::hidden(std::span<const int32_t> tokens, s
   return all_x;
 }
 
-std::vector<float> LlamaModel::logits_of(const float* rows, int64_t count, VocabSlice vocab) const {
+std::vector<float> LlamaModel::logits_of(const float* rows, int64_t count, VocabSlice vocab, bool largest_only) const {
   const LlamaConfig& c = config_;
   std::vector<float> logits(count * vocab.count);
   if (count == 0 || vocab.count == 0) return logits;
   std::vector<float> h(count * c.dim);
   cpu::rms_norm(rows, count, c.dim, weights_.final_norm.f32(), static_cast<float>(c.rms_norm_eps), h.data());
-  cpu::matmul_wide_activations(h.data(), count, weight_rows(weights_.lm_head, vocab.first, vocab.count),
-                               logits.data());
+  const WeightTensor lm_head = weight_rows(weights_.lm_head, vocab.first, vocab.count);
+  if (largest_only) {
+    cpu::matmul_wide_activations_maxima(h.data(), count, lm_head, logits.data());
+  } else {
+    cpu::matmul_wide_activations(h.data(), count, lm_head, logits.data());
+  }
   return logits;
 }
 
@@ -267,7 +272,8 @@ Result<std::vector<float>> LlamaModel::forward(std::span<const int32_t> tokens,
 Result<std::vector<float>> LlamaModel::forward_rows(std::span<const int32_t> tokens,
                                                     std::span<const int32_t> positions, LayerAttention& attention,
                                                     std::span<const int64_t> logit_rows, VocabSlice vocab,
-                                                    const RowSharing* sharing, int64_t phase1_rows) const {
+                                                    const RowSharing* sharing, int64_t phase1_rows,
+                                                    bool largest_only) const {
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (Status s = validate_forward_inputs(config_, tokens, positions, 0); !s.ok()) return s;
   if (Status s = validate_logit_rows(logit_rows, n); !s.ok()) return s;
@@ -286,7 +292,7 @@ Result<std::vector<float>> LlamaModel::forward_rows(std::span<const int32_t> tok
   std::vector<float> logits(static_cast<size_t>(count * columns->count));
   for (int64_t first = 0; first < count; first += kDecodeGroupRows) {
     const int64_t rows = std::min(kDecodeGroupRows, count - first);
-    const std::vector<float> group = logits_of(gathered.data() + first * dim, rows, *columns);
+    const std::vector<float> group = logits_of(gathered.data() + first * dim, rows, *columns, largest_only);
     std::copy(group.begin(), group.end(), logits.begin() + first * columns->count);
   }
   return logits;

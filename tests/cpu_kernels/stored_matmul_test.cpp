@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "cpu_kernels/attention_reference.h"
@@ -506,6 +507,63 @@ TEST(StoredMatmul, PrelaidWideActivationRowsEqualTheirProductAlone) {
               << "n=" << n << " rows [" << first << ", " << first + count << ") [" << i << "," << j << "]";
         }
       }
+    }
+  }
+}
+
+// The first largest entry of a row, NaN skipped, ties to the lower index (the sampler's greedy
+// pick); -1 when every entry is NaN.
+int64_t first_largest(const float* row, int64_t count) {
+  int64_t best = -1;
+  for (int64_t j = 0; j < count; ++j) {
+    if (!std::isnan(row[j]) && (best < 0 || row[j] > row[best])) best = j;
+  }
+  return best;
+}
+
+// Greedy decoding's output projection (matmul_wide_activations_maxima) against the whole one: each
+// row's first largest output is the same entry with the same bits, every other output either its
+// bits or −inf, on a vocabulary slice too. The rows: random ones (most outputs skipped), one equal to
+// a weight row that has an exact copy further on and a copy one code apart (ties and a near tie),
+// all zeros (every output tied at 0), and one holding an infinity (taken whole).
+TEST(StoredMatmul, PrelaidWideActivationMaximaKeepEachRowsFirstLargest) {
+  std::mt19937 rng(43);
+  const int64_t m = 1000, k = 256, row_bytes = k / 32 * 34;
+  Case c = random_case(DType::kQ8_0, m, k, rng);
+  std::copy_n(c.bytes.begin() + 5 * row_bytes, row_bytes, c.bytes.begin() + 700 * row_bytes);
+  std::copy_n(c.bytes.begin() + 5 * row_bytes, row_bytes, c.bytes.begin() + 300 * row_bytes);
+  auto& code = reinterpret_cast<int8_t&>(c.bytes[300 * row_bytes + 2]);
+  code = static_cast<int8_t>(code - (code > 0) + (code < 0));  // a smaller magnitude: row 5 stays ahead
+  quant::dequantize_rows(DType::kQ8_0, c.bytes.data(), m, k, c.w_hat.data());
+  if (!cpu::prelay_weight(c.w, /*row_l1=*/true)) GTEST_SKIP() << "no AVX-512 VNNI on this CPU: Q8_0 stays as stored";
+  const int64_t most = cpu::kRowTileMaxRows;
+  auto x = testing::random_tensor(static_cast<size_t>(most * k), rng);
+  std::copy_n(c.w_hat.begin() + 5 * k, k, x.begin() + 1 * k);
+  std::fill_n(x.begin() + 2 * k, k, 0.f);
+  x[3 * k + 17] = std::numeric_limits<float>::infinity();
+  for (const auto& [first, count] : {std::pair<int64_t, int64_t>{0, m}, {512, 488}}) {
+    const WeightTensor w = weight_rows(c.w, first, count);
+    for (int64_t n : {int64_t{1}, int64_t{4}, int64_t{16}, most}) {
+      std::vector<float> whole(static_cast<size_t>(n * count)), maxima(whole.size());
+      cpu::matmul_wide_activations(x.data(), n, w, whole.data());
+      cpu::matmul_wide_activations_maxima(x.data(), n, w, maxima.data());
+      int64_t kept_random = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const float* want = whole.data() + i * count;
+        const float* got = maxima.data() + i * count;
+        const int64_t at = first_largest(want, count);
+        ASSERT_EQ(first_largest(got, count), at) << "rows [" << first << ", +" << count << ") n=" << n << " row " << i;
+        for (int64_t j = 0; j < count; ++j) {
+          const bool skipped = got[j] == -std::numeric_limits<float>::infinity() && want[j] != got[j];
+          ASSERT_TRUE(skipped || std::bit_cast<uint32_t>(got[j]) == std::bit_cast<uint32_t>(want[j]))
+              << "rows [" << first << ", +" << count << ") n=" << n << " [" << i << "," << j << "]: " << got[j]
+              << " against " << want[j];
+          if (i >= 4 && !skipped) ++kept_random;
+        }
+      }
+      if (first == 0 && n >= 2) EXPECT_EQ(first_largest(maxima.data() + count, count), 5) << "the tie goes to the lower row";
+      // The point of it: most of a random row's outputs need no Q16 pass.
+      if (n > 4) EXPECT_LT(kept_random, (n - 4) * count / 4) << "n=" << n;
     }
   }
 }

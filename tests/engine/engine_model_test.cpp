@@ -209,8 +209,9 @@ class RinglessEngine final : public EngineModel {
   }
   Result<std::vector<float>> forward_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                           EngineAttention& attention, std::span<const int64_t> logit_rows,
-                                          VocabSlice vocab, const RowSharing* sharing, int64_t phase1_rows) override {
-    return cpu_->forward_rows(tokens, positions, attention, logit_rows, vocab, sharing, phase1_rows);
+                                          VocabSlice vocab, const RowSharing* sharing, int64_t phase1_rows,
+                                          bool largest_only) override {
+    return cpu_->forward_rows(tokens, positions, attention, logit_rows, vocab, sharing, phase1_rows, largest_only);
   }
 
  private:

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
+#include <bit>
 #include <cmath>
 #include <numeric>
 
@@ -173,6 +175,64 @@ TEST(StoredWeights, Q8_0LayersArePackedOnceAndTheStoredPagesStayReadable) {
   // another tensor's bytes moves the logits by their own order).
   EXPECT_LE(max_abs_difference(packed.prefill, stored.prefill), 1e-2 * max_abs(stored.prefill));
   EXPECT_LE(max_abs_difference(packed.decode, stored.decode), 1e-2 * max_abs(stored.decode));
+}
+
+// Greedy decoding's logits (forward_rows with largest_only) on a Q8_0 file, whose tied output
+// projection multiplies in packed panels: every row's first largest logit is the full forward's
+// entry, bit for bit, on the whole vocabulary and on a slice of it; the other logits are those bits
+// or −inf, and most are −inf (the Q16 pass skipped).
+TEST(StoredWeights, LargestOnlyLogitsKeepEachRowsGreedyToken) {
+  const SyntheticModelSpec spec = wide_spec();
+  testing::TempDir dir;
+  const GgufFileType* q8 = nullptr;
+  for (const GgufFileType& type : gguf_file_types()) {
+    if (type.base == DType::kQ8_0) q8 = &type;
+  }
+  ASSERT_NE(q8, nullptr);
+  const auto file = dir / "q8_0.gguf";
+  ASSERT_TRUE(write_synthetic_gguf(spec, *q8, file).ok());
+  Result<LoadedModel> loaded = load_model(file);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  Result<LlamaModel> model = LlamaModel::create(loaded->config, std::move(loaded->weights));
+  ASSERT_TRUE(model.ok());
+  if (model->weights().lm_head.panels == nullptr) GTEST_SKIP() << "no AVX-512 VNNI on this CPU: Q8_0 stays as stored";
+  const LlamaConfig& c = model->config();
+  std::vector<int32_t> tokens(20), positions(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((37 * i + 11) % 200);
+  std::iota(positions.begin(), positions.end(), 0);
+  std::vector<int64_t> rows(tokens.size());
+  std::iota(rows.begin(), rows.end(), 0);
+  const auto first_largest = [](const float* row, int64_t count) {
+    return static_cast<int64_t>(std::max_element(row, row + count) - row);
+  };
+  int64_t kept = 0, total = 0;
+  for (const VocabSlice vocab : {VocabSlice{0, c.vocab_size}, VocabSlice{16, c.vocab_size - 16}}) {
+    std::vector<std::vector<float>> logits;
+    for (bool largest_only : {false, true}) {
+      KvCache cache(c.n_layers, c.n_kv_heads, c.head_dim);
+      LocalCausalAttention attention(AttentionShape::of(c), cache);
+      Result<std::vector<float>> out =
+          model->forward_rows(tokens, positions, attention, rows, vocab, nullptr, /*phase1_rows=*/0, largest_only);
+      ASSERT_TRUE(out.ok()) << out.status().to_string();
+      logits.push_back(std::move(*out));
+    }
+    const std::vector<float>& whole = logits[0];
+    const std::vector<float>& largest = logits[1];
+    ASSERT_EQ(largest.size(), whole.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const float* want = whole.data() + i * vocab.count;
+      const float* got = largest.data() + i * vocab.count;
+      const int64_t at = first_largest(want, vocab.count);
+      ASSERT_EQ(first_largest(got, vocab.count), at) << "row " << i << ", vocabulary from " << vocab.first;
+      for (int64_t j = 0; j < vocab.count; ++j) {
+        const bool same = std::bit_cast<uint32_t>(got[j]) == std::bit_cast<uint32_t>(want[j]);
+        ASSERT_TRUE(same || got[j] == -std::numeric_limits<float>::infinity()) << "row " << i << " [" << j << "]";
+        kept += same ? 1 : 0;
+        ++total;
+      }
+    }
+  }
+  EXPECT_LT(kept, total / 2) << "most logits skipped";
 }
 
 }  // namespace

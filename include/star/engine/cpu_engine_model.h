@@ -81,7 +81,7 @@ class CpuEngineModel final : public EngineModel {
   Result<std::vector<float>> forward_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                           EngineAttention& attention, std::span<const int64_t> logit_rows,
                                           VocabSlice vocab = {}, const RowSharing* sharing = nullptr,
-                                          int64_t phase1_rows = -1) override;
+                                          int64_t phase1_rows = -1, bool largest_only = false) override;
   bool shares_rows() const override { return true; }
   bool shares_columns() const override { return model_.shares_columns_alike(); }
 

@@ -156,10 +156,12 @@ class EngineModel {
   // `sharing` (only where shares_rows()), the ranks split the shared rows' layers between them.
   // `phase1_rows` (>= 0): the leading rows that are a Phase 1 chunk's, the rest decode rows, which
   // the CPU multiplies apart from them (LlamaModel::forward_rows); -1: no such split.
+  // `largest_only`: only each row's largest logit matters (greedy decoding), so the others may come
+  // out −inf; every row's first largest logit is the same as without.
   virtual Result<std::vector<float>> forward_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                                   EngineAttention& attention, std::span<const int64_t> logit_rows,
                                                   VocabSlice vocab = {}, const RowSharing* sharing = nullptr,
-                                                  int64_t phase1_rows = -1) = 0;
+                                                  int64_t phase1_rows = -1, bool largest_only = false) = 0;
   // Whether forward_rows takes a RowSharing split by rows; by columns too.
   virtual bool shares_rows() const { return false; }
   virtual bool shares_columns() const { return false; }

@@ -59,11 +59,12 @@ class LlamaModel {
   // So a decode row's result does not depend on the rows beside it in the step (with sharing,
   // phase1_rows is sharing->first_shared). Up to rows_multiplied_alike() rows in all, the chunk
   // and the decode rows go in one product (each weight read once), with the same bits. -1: every
-  // row in one product.
+  // row in one product. `largest_only`: each row's logits only where they may be its largest, the
+  // others possibly −inf (cpu::matmul_wide_activations_maxima), for greedy decoding.
   Result<std::vector<float>> forward_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                           LayerAttention& attention, std::span<const int64_t> logit_rows,
                                           VocabSlice vocab = {}, const RowSharing* sharing = nullptr,
-                                          int64_t phase1_rows = -1) const;
+                                          int64_t phase1_rows = -1, bool largest_only = false) const;
 
   // Whether sharing by columns gives every row the bits of the forward without sharing: the FFN's
   // width a multiple of 16, so that every slice is whole SIMD vectors to SwiGLU (its tail differs).
@@ -80,8 +81,8 @@ class LlamaModel {
   Result<std::vector<float>> hidden(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                     LayerAttention& attention, const RowSharing* sharing, int64_t phase1_rows) const;
   // rms_norm(rows [count, dim])·lm_headᵀ, columns `vocab` (whole: count >= 0), in one product;
-  // forward_rows calls it per group of at most kDecodeGroupRows rows.
-  std::vector<float> logits_of(const float* rows, int64_t count, VocabSlice vocab) const;
+  // forward_rows calls it per group of at most kDecodeGroupRows rows. `largest_only` as there.
+  std::vector<float> logits_of(const float* rows, int64_t count, VocabSlice vocab, bool largest_only = false) const;
 
   LlamaModel(LlamaConfig config, LlamaWeights weights, cpu::RopeTable rope);
 

@@ -285,6 +285,16 @@ void matmul_wide_activations(const float* x, int64_t n, const WeightTensor& w, f
   }
 }
 
+void matmul_wide_activations_maxima(const float* x, int64_t n, const WeightTensor& w, float* y) {
+  const DotKernel* kernel = w.dtype == DType::kF32 ? nullptr : wide_activation_kernel(w.dtype, best_isa());
+  if (w.panels != nullptr && !w.panels->row_l1.empty() && kernel != nullptr && n > 0 && n <= row_dot_max_rows(*kernel) &&
+      w.rows() > 0) {
+    int8_prelaid_panel_q16_maxima(x, n, {w.panels.get(), y, w.panel_first, w.rows()});
+    return;
+  }
+  matmul_wide_activations(x, n, w, y);
+}
+
 int64_t row_dot_max_rows(const DotKernel& kernel) {
   return kernel.tile != nullptr ? kRowTileMaxRows : kRowDotMaxRows;
 }
@@ -302,9 +312,9 @@ bool int8_panels_for(DType dtype, Isa isa) {
 
 bool prelays_int8_panels(DType dtype, Isa isa) { return dtype == DType::kQ8_0 && int8_panels_for(dtype, isa); }
 
-bool prelay_weight(WeightTensor& w) {
+bool prelay_weight(WeightTensor& w, bool row_l1) {
   if (w.shape.size() != 2 || w.rows() == 0 || w.cols() == 0 || !prelays_int8_panels(w.dtype, best_isa())) return false;
-  w.panels = prelay_int8_panels(w.dtype, w.data, w.row_bytes(), w.rows(), w.cols());
+  w.panels = prelay_int8_panels(w.dtype, w.data, w.row_bytes(), w.rows(), w.cols(), row_l1);
   return true;
 }
 

@@ -231,7 +231,8 @@ class CudaEngineModel final : public EngineModel {
   Result<std::vector<float>> forward_rows(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                                           EngineAttention& attention, std::span<const int64_t> logit_rows,
                                           VocabSlice vocab, const RowSharing* sharing,
-                                          int64_t /*phase1_rows: cuBLAS takes every row in one product*/) override {
+                                          int64_t /*phase1_rows: cuBLAS takes every row in one product*/,
+                                          bool /*largest_only: every logit is computed*/) override {
     if (sharing != nullptr) return unimplemented("cuda backend: forward_rows with shared rows");
     DeviceAttention* device = device_attention(attention);
     if (device == nullptr) return foreign("forward_rows: an attention");

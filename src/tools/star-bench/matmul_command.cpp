@@ -75,8 +75,10 @@ int run_matmul_command(const MatmulCommandOptions& o) {
   const cpu::Isa isa = cpu::best_isa();
   std::printf("matmul paths on %s, %d threads; median (min) ms of %d calls; fastest by the min\n",
               cpu::isa_name(isa), omp_get_max_threads(), o.repeats);
+  // With --wide-activations, the last column is the output projection of greedy decoding on the
+  // packed panels: only each row's largest outputs (matmul_wide_activations_maxima).
   std::printf("| dtype | m x k | rows | row dots ms | row tiles ms | widened + sgemm ms | int8 panels ms | panels packed "
-              "once ms | fastest |\n|---|---|---|---|---|---|---|---|---|\n");
+              "once ms | fastest | packed panels, row maxima only ms |\n|---|---|---|---|---|---|---|---|---|---|\n");
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> dist(-1.f, 1.f);
   for (const std::string& name : o.dtypes) {
@@ -100,20 +102,23 @@ int run_matmul_command(const MatmulCommandOptions& o) {
       w.shape = {shape.m, shape.k};
       w.data = bytes.data();
       const bool has_panels = !o.wide_activations && cpu::int8_panels_for(dtype, isa);
-      const bool has_packed = cpu::prelay_weight(w);
+      const bool has_packed = cpu::prelay_weight(w, /*row_l1=*/o.wide_activations);
       for (int64_t n : o.rows) {
         std::vector<float> x(static_cast<size_t>(n * shape.k)), y(static_cast<size_t>(n * shape.m));
         for (float& v : x) v = dist(rng);
-        auto median_ms = [&](cpu::MatmulPath path) {
-          cpu::matmul_forced(path, x.data(), n, w, y.data(), o.wide_activations);  // warm the caches
+        auto median_ms_of = [&](auto&& multiply) {
+          multiply();  // warm the caches
           std::vector<double> ms;
           for (int r = 0; r < o.repeats; ++r) {
             const auto t0 = std::chrono::steady_clock::now();
-            cpu::matmul_forced(path, x.data(), n, w, y.data(), o.wide_activations);
+            multiply();
             ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
           }
           std::sort(ms.begin(), ms.end());
           return Timing{ms[ms.size() / 2], ms.front()};
+        };
+        auto median_ms = [&](cpu::MatmulPath path) {
+          return median_ms_of([&] { cpu::matmul_forced(path, x.data(), n, w, y.data(), o.wide_activations); });
         };
         const Timing dots = median_ms(cpu::MatmulPath::kRowDots);
         const Timing tiles = kernel->tile != nullptr ? median_ms(cpu::MatmulPath::kRowTiles) : dots;
@@ -126,14 +131,20 @@ int run_matmul_command(const MatmulCommandOptions& o) {
         if (kernel->tile != nullptr) std::snprintf(tiles_text, sizeof tiles_text, "%.3f (%.3f)", tiles.median, tiles.min);
         if (has_panels) std::snprintf(panels_text, sizeof panels_text, "%.3f (%.3f)", panels.median, panels.min);
         if (has_packed) std::snprintf(packed_text, sizeof packed_text, "%.3f (%.3f)", packed.median, packed.min);
-        std::printf("| %s | %lldx%lld | %lld | %.3f (%.3f) | %s | %.3f (%.3f) | %s | %s | %s |\n", dtype_name(dtype),
+        char maxima_text[48] = "-";
+        if (has_packed && o.wide_activations) {
+          const Timing maxima = median_ms_of([&] { cpu::matmul_wide_activations_maxima(x.data(), n, w, y.data()); });
+          std::snprintf(maxima_text, sizeof maxima_text, "%.3f (%.3f)", maxima.median, maxima.min);
+        }
+        std::printf("| %s | %lldx%lld | %lld | %.3f (%.3f) | %s | %.3f (%.3f) | %s | %s | %s | %s |\n", dtype_name(dtype),
                     static_cast<long long>(shape.m), static_cast<long long>(shape.k), static_cast<long long>(n),
                     dots.median, dots.min, tiles_text, sgemm.median, sgemm.min, panels_text, packed_text,
                     best == packed.min && has_packed                  ? "packed panels"
                     : best == panels.min && has_panels                ? "panels"
                     : best == sgemm.min                               ? "widened"
                     : best == tiles.min && kernel->tile != nullptr ? "tiles"
-                                                                     : "dots");
+                                                                     : "dots",
+                    maxima_text);
       }
     }
   }

@@ -55,7 +55,8 @@ const DotKernel* few_rows_kernel(DType dtype, Isa isa);
 bool prelays_int8_panels(DType dtype, Isa isa);
 
 // Packs w into w.panels where prelays_int8_panels(w.dtype, best_isa()); returns whether it did.
-bool prelay_weight(WeightTensor& w);
+// `row_l1`: with each row's Σ|w| too, for matmul_wide_activations_maxima (an output projection).
+bool prelay_weight(WeightTensor& w, bool row_l1 = false);
 
 // y[n, m] = x[n, k] · w[m, k]^T, or y += ... when `accumulate`, where w is [m, k] of any DType.
 // Weights with panels (prelay_weight) are multiplied in them.
@@ -100,6 +101,12 @@ const DotKernel* wide_activation_kernel(DType dtype, Isa isa);
 // panels (prelay_weight) takes its few rows in them with the same Q16 codes
 // (int8_prelaid_panel_matmul_q16).
 void matmul_wide_activations(const float* x, int64_t n, const WeightTensor& w, float* y);
+// matmul_wide_activations where only each row's largest outputs matter (greedy decoding): those
+// that may be a row's largest come out with the same bits, others may come out −inf, so every row's
+// first largest output is the same. Weights packed with their row norms (prelay_weight's row_l1)
+// skip most of the Q16 work (int8_prelaid_panel_q16_maxima); the others take
+// matmul_wide_activations whole.
+void matmul_wide_activations_maxima(const float* x, int64_t n, const WeightTensor& w, float* y);
 
 // The ways matmul can multiply, forced (not accumulating), for `star-bench matmul`, which measures
 // where they cross: the row dots one (weight row, activation row) pair at a time, the same with the

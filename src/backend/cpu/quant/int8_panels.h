@@ -50,17 +50,22 @@ void int8_panel_matmul(DType dtype, const std::byte* w, size_t w_row_bytes, int6
 // A weight's panels packed once, for products that would otherwise pack them every call: 16 rows
 // a panel, codes [m / 16][k / 4][16][4] (the last panel's missing rows zero), scales
 // [m / 16][k / sub_block][16], mins [m / 16][k / 32][16] where the format has them.
+// row_l1[r] >= Σ_j |w[r, j]| (the elements as the panels hold them), where prelay_int8_panels was
+// asked for it: with it a product's rounding of its activations bounds the change it makes to each
+// output (int8_prelaid_panel_q16_maxima).
 struct PrelaidPanels {
   const PanelRowFormat* format;
   int64_t m, k;
   std::vector<uint8_t> codes;
   std::vector<float> scales, mins;
+  std::vector<float> row_l1;
 };
 
-// `w`'s m rows (w_row_bytes apart, k elements each) packed into panels, by the OpenMP threads.
+// `w`'s m rows (w_row_bytes apart, k elements each) packed into panels, by the OpenMP threads, with
+// their row_l1 where asked (empty otherwise: a pass over every element, kept to where it is used).
 // Requires a format for `dtype` and best_isa() == kAvx512.
 std::shared_ptr<const PrelaidPanels> prelay_int8_panels(DType dtype, const std::byte* w, size_t w_row_bytes,
-                                                        int64_t m, int64_t k);
+                                                        int64_t m, int64_t k, bool row_l1 = false);
 
 // One product of int8_prelaid_panel_matmul: y[i·rows + r − first] = Σ_j w[r, j]·x̂[i, j] for
 // w = panels, r in [first, first + rows): all of them by default, else a slice starting at a panel
@@ -92,5 +97,16 @@ void int8_prelaid_panel_matmul_q8_0(const quant::BlockQ8_0* x, int64_t n, std::s
 // offset (signed), so each block's Σ w·q is exact in int32 before its float scaling. As
 // int8_prelaid_panel_matmul, each output is the same instructions whatever n and its place.
 void int8_prelaid_panel_matmul_q16(const float* x, int64_t n, const PrelaidPanelOutput& output);
+
+// int8_prelaid_panel_matmul_q16 where only each row's largest outputs matter (greedy decoding):
+// every output that may be a row's largest (not NaN) comes out bit for bit as there, the others
+// as −inf, so the row's first largest output is the same. The outputs come first from Q8_0
+// activations (one int8 pass, two thirds of the Q16 pass's work at 16 rows); an output whose Q8
+// value plus a bound on its difference from the Q16 value falls below the largest Q8 value less
+// its bound cannot be the largest, and the panels of the others are multiplied again in Q16, row
+// by row. The bound: Σ_j |w[r, j]|·max_j |x̂8[i, j] − x̂16[i, j]| for the roundings, plus the
+// float sums' rounding. A row with a non-finite Q8 output comes out whole. Requires the panels'
+// row_l1.
+void int8_prelaid_panel_q16_maxima(const float* x, int64_t n, const PrelaidPanelOutput& output);
 
 }  // namespace star::cpu

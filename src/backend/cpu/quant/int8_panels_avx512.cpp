@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -113,11 +115,25 @@ void size_scratch(const PanelRowFormat& format, int64_t k, PanelScratch& s) {
   s.mins.resize(static_cast<size_t>(kMaxPanels * kLanes * blocks));
 }
 
+// Σ_j |element j| of an unpacked row (PanelRowFormat), summed in double and rounded up, so that
+// it bounds the elements' sum.
+float weight_row_l1(const PanelRowFormat& format, int64_t k, const uint8_t* codes, const float* scales,
+                    const float* mins) {
+  double sum = 0;
+  for (int64_t j = 0; j < k; ++j) {
+    const double scale = scales[j / format.sub_block];
+    const double min = format.has_min ? mins[j / kLegacyBlock] : 0.0;
+    sum += std::abs(scale * (static_cast<int>(codes[j]) - format.offset) - min);
+  }
+  return std::nextafter(static_cast<float>(sum), std::numeric_limits<float>::infinity());
+}
+
 // A panel from `rows` <= 16 weight rows into codes, scales and mins (sized for one panel; mins
 // only written, and may be null, where the format has none), through the scratch's row buffers
 // (sized by size_scratch).
 STAR_AVX512 Panel pack_panel_into(const PanelRowFormat& format, const std::byte* w, size_t w_row_bytes, int64_t rows,
-                                  int64_t k, PanelScratch& s, uint8_t* codes, float* scales, float* mins) {
+                                  int64_t k, PanelScratch& s, uint8_t* codes, float* scales, float* mins,
+                                  float* row_l1 = nullptr) {
   const int64_t subs = k / format.sub_block, blocks = k / kLegacyBlock;
   for (int64_t r = 0; r < kLanes; ++r) {
     uint8_t* row_codes = s.row_codes.data() + r * k;
@@ -125,6 +141,7 @@ STAR_AVX512 Panel pack_panel_into(const PanelRowFormat& format, const std::byte*
     float* row_mins = s.row_mins.data() + r * blocks;
     if (r < rows) {
       format.unpack(w + r * w_row_bytes, k, row_codes, row_scales, row_mins);
+      if (row_l1 != nullptr) row_l1[r] = weight_row_l1(format, k, row_codes, row_scales, row_mins);
     } else {  // zero scales (and mins) make the lanes past the last row sum to 0
       std::fill(row_codes, row_codes + k, uint8_t{0});
       std::fill(row_scales, row_scales + subs, 0.f);
@@ -373,7 +390,7 @@ void int8_panel_matmul(DType dtype, const std::byte* w, size_t w_row_bytes, int6
 }
 
 std::shared_ptr<const PrelaidPanels> prelay_int8_panels(DType dtype, const std::byte* w, size_t w_row_bytes,
-                                                        int64_t m, int64_t k) {
+                                                        int64_t m, int64_t k, bool row_l1) {
   const PanelRowFormat& format = *find_panel_row_format(dtype);
   auto out = std::make_shared<PrelaidPanels>();
   out->format = &format;
@@ -383,6 +400,7 @@ std::shared_ptr<const PrelaidPanels> prelay_int8_panels(DType dtype, const std::
   out->codes.resize(static_cast<size_t>(count * kLanes * k));
   out->scales.resize(static_cast<size_t>(count * kLanes * subs));
   out->mins.resize(format.has_min ? static_cast<size_t>(count * kLanes * blocks) : 0);
+  out->row_l1.resize(row_l1 ? static_cast<size_t>(count * kLanes) : 0);
   PrelaidPanels& p = *out;
 #pragma omp parallel
   {
@@ -392,7 +410,8 @@ std::shared_ptr<const PrelaidPanels> prelay_int8_panels(DType dtype, const std::
     for (int64_t i = 0; i < count; ++i) {
       pack_panel_into(format, w + i * kLanes * w_row_bytes, w_row_bytes, std::min<int64_t>(kLanes, m - i * kLanes), k,
                       scratch, p.codes.data() + i * kLanes * k, p.scales.data() + i * kLanes * subs,
-                      format.has_min ? p.mins.data() + i * kLanes * blocks : nullptr);
+                      format.has_min ? p.mins.data() + i * kLanes * blocks : nullptr,
+                      row_l1 ? p.row_l1.data() + i * kLanes : nullptr);
     }
   }
   return out;
@@ -474,6 +493,102 @@ void int8_prelaid_panel_matmul_q16(const float* x, int64_t n, const PrelaidPanel
       const int r = static_cast<int>(std::min<int64_t>(kMaxXRows, n - i));
       kQ16Tiles[r - 1](&panel, a, i, k, format.offset, output.y + q * kLanes, ldy, lanes);
     }
+  }
+}
+
+namespace {
+
+// The Q8 and Q16 roundings of activation row i: the largest difference between them and each
+// one's largest magnitude, in double (each value d·code is exact there).
+struct RoundingGap {
+  double difference = 0, q8 = 0, q16 = 0;
+};
+
+RoundingGap rounding_gap(const Activations& a8, const Q16Activations& a16, int64_t i, int64_t k) {
+  const int64_t blocks = k / kLegacyBlock;
+  RoundingGap gap;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const double d8 = a8.d[static_cast<size_t>(i * blocks + b)];
+    const double d16 = a16.d[static_cast<size_t>(i * blocks + b)];
+    for (int64_t j = b * kLegacyBlock; j < (b + 1) * kLegacyBlock; ++j) {
+      const double v8 = d8 * a8.codes[static_cast<size_t>(i * k + j)];
+      const double v16 = d16 * (256.0 * a16.hi[static_cast<size_t>(i * k + j)] + a16.lo[static_cast<size_t>(i * k + j)]);
+      gap.difference = std::max(gap.difference, std::abs(v8 - v16));
+      gap.q8 = std::max(gap.q8, std::abs(v8));
+      gap.q16 = std::max(gap.q16, std::abs(v16));
+    }
+  }
+  return gap;
+}
+
+// Row i of int8_prelaid_panel_q16_maxima, its Q8 outputs in place: each differs from its Q16 value
+// by at most spread·row_l1. The panels holding an output whose upper end reaches the largest lower
+// end are multiplied in Q16; the others' outputs become −inf. The bounds are float, each within
+// two roundings of its value, so the cut sits 2⁻²⁰·(largest |output| + largest spread·row_l1)
+// lower. Not finite anywhere: every panel again.
+STAR_AVX512 void multiply_again_where_largest(const PrelaidPanels& p, const PrelaidPanelOutput& output, int64_t ldy,
+                                              int64_t i, const Q16Activations& a16, double spread) {
+  const int64_t k = p.k, blocks = k / kLegacyBlock;
+  const int64_t count = (ldy + kLanes - 1) / kLanes;
+  float* row = output.y + i * ldy;
+  const float* l1 = p.row_l1.data() + output.first;
+  const auto lanes_of = [&](int64_t q) {
+    return static_cast<__mmask16>((1u << std::min<int64_t>(kLanes, ldy - q * kLanes)) - 1);
+  };
+  const float s = std::nextafter(static_cast<float>(spread), std::numeric_limits<float>::infinity());
+  const __m512 vs = _mm512_set1_ps(s);
+  __m512 lower = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512 magnitude = _mm512_setzero_ps();
+  __mmask16 unordered = std::isfinite(s) ? 0 : 1;
+  for (int64_t q = 0; q < count; ++q) {
+    const __mmask16 lanes = lanes_of(q);
+    const __m512 y = _mm512_maskz_loadu_ps(lanes, row + q * kLanes);
+    const __m512 bound = _mm512_mul_ps(vs, _mm512_maskz_loadu_ps(lanes, l1 + q * kLanes));
+    const __m512 zero = _mm512_mul_ps(y, _mm512_setzero_ps());  // NaN where y is not finite
+    unordered |= _mm512_cmp_ps_mask(zero, zero, _CMP_UNORD_Q);
+    lower = _mm512_mask_max_ps(lower, lanes, lower, _mm512_sub_ps(y, bound));
+    magnitude = _mm512_max_ps(magnitude, _mm512_add_ps(_mm512_abs_ps(y), bound));
+  }
+  const float cut = _mm512_reduce_max_ps(lower) - 0x1p-20f * _mm512_reduce_max_ps(magnitude);
+  for (int64_t q = 0; q < count; ++q) {
+    const __mmask16 lanes = lanes_of(q);
+    const __m512 y = _mm512_maskz_loadu_ps(lanes, row + q * kLanes);
+    const __m512 upper = _mm512_fmadd_ps(vs, _mm512_maskz_loadu_ps(lanes, l1 + q * kLanes), y);
+    if (unordered == 0 && (_mm512_cmp_ps_mask(upper, _mm512_set1_ps(cut), _CMP_GE_OQ) & lanes) == 0) {
+      _mm512_mask_storeu_ps(row + q * kLanes, lanes, _mm512_set1_ps(-std::numeric_limits<float>::infinity()));
+      continue;
+    }
+    const int64_t index = output.first / kLanes + q;
+    const Panel panel{p.codes.data() + index * kLanes * k, p.scales.data() + index * kLanes * blocks, nullptr};
+    kQ16Tiles[0](&panel, a16, i, k, p.format->offset, output.y + q * kLanes, ldy, lanes);
+  }
+}
+
+}  // namespace
+
+void int8_prelaid_panel_q16_maxima(const float* x, int64_t n, const PrelaidPanelOutput& output) {
+  const PrelaidPanels& p = *output.panels;
+  const PanelRowFormat& format = *p.format;
+  assert(format.sub_block == kLegacyBlock && !format.has_min && static_cast<int64_t>(p.row_l1.size()) >= p.m);
+  const int64_t k = p.k, blocks = k / kLegacyBlock;
+  const int64_t ldy = output.rows < 0 ? p.m - output.first : output.rows;
+  assert(output.first % kLanes == 0 && output.first + ldy <= p.m);
+  if (n <= 0 || ldy <= 0) return;
+  // The OpenMP workers see the calling thread's activations by reference.
+  thread_local Activations q8_activations;
+  relay_activations(format, x, n, k, q8_activations);
+  const Activations& a8 = q8_activations;
+  multiply_prelaid(a8, n, {&output, 1}, /*accumulate=*/false);
+  thread_local Q16Activations q16_activations;
+  relay_q16_activations(format.offset, x, n, k, q16_activations);
+  const Q16Activations& a16 = q16_activations;
+  // Each float product sums `blocks` scaled block sums: its rounding stays within (blocks + 4)·2⁻²⁴
+  // of Σ|w·x̂|; twice that for margin.
+  const double rounding = static_cast<double>(blocks + 4) * 0x1p-23;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t i = 0; i < n; ++i) {
+    const RoundingGap gap = rounding_gap(a8, a16, i, k);
+    multiply_again_where_largest(p, output, ldy, i, a16, gap.difference + rounding * (gap.q8 + gap.q16));
   }
 }
 
