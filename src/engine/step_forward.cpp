@@ -193,16 +193,17 @@ Result<StepForward> run_step_forward(EngineModel& model, Communicator& comm, con
   // The chunk's rows apart from the decode rows, so that a sequence decodes the same bits beside a
   // chunk as alone.
   const int64_t phase1_rows = chunk ? static_cast<int64_t>(chunk->tokens.size()) : 0;
-  // Where every row is greedy, ranks send one candidate a row, so they need only the largest logits.
-  const bool greedy_candidates = comm.size() > 1 && greedy_rows_only(decoding);
+  // Where every row is greedy, each is sampled by its first largest logit alone (one candidate a row
+  // between ranks), so only the largest logits need computing.
+  const bool greedy = greedy_rows_only(decoding);
   Result<std::vector<float>> logits = model.forward_rows(tokens, positions, *attention, logit_rows, slice,
-                                                         share ? &sharing : nullptr, phase1_rows, greedy_candidates);
+                                                         share ? &sharing : nullptr, phase1_rows, greedy);
   if (!logits.ok()) return logits.status();
   if (comm.size() == 1) {
     out.logits = std::move(*logits);
     return out;
   }
-  if (greedy_candidates) {
+  if (greedy) {
     Result<std::vector<int32_t>> tokens =
         gather_greedy_tokens(comm, *logits, static_cast<int64_t>(logit_rows.size()), vocab, keep_logits);
     if (!tokens.ok()) return tokens.status();

@@ -17,7 +17,9 @@
 namespace star {
 
 struct StepForward {
-  std::vector<float> logits;       // keep_logits: [logit rows, vocab] (none where greedy_tokens)
+  // keep_logits: [logit rows, vocab] (none where greedy_tokens). Where every row is greedy, only
+  // each row's largest logits are exact, the others possibly −inf (forward_rows' largest_only).
+  std::vector<float> logits;
   // keep_logits on several ranks, when every sequence's one logit row is greedy (no query logits):
   // its token, per sequence (the ranks send their slices' candidates instead of the logits).
   std::vector<int32_t> greedy_tokens;
