@@ -8,6 +8,7 @@
 #include <limits>
 #include <bit>
 #include <cmath>
+#include <filesystem>
 #include <numeric>
 
 #include "star/attention/layer_attentions.h"
@@ -136,24 +137,27 @@ TEST(StoredWeights, EngineEqualsTheF32PathOnTheDequantizedFile) {
   }
 }
 
+// wide_spec() written to `file` as a Q8_0 GGUF and loaded (LlamaModel::create packs its panels).
+Result<LlamaModel> q8_0_model(const std::filesystem::path& file) {
+  const GgufFileType* q8 = nullptr;
+  for (const GgufFileType& type : gguf_file_types()) {
+    if (type.base == DType::kQ8_0) q8 = &type;
+  }
+  if (q8 == nullptr) return not_found("no Q8_0 GGUF file type");
+  if (Status s = write_synthetic_gguf(wide_spec(), *q8, file); !s.ok()) return s;
+  Result<LoadedModel> loaded = load_model(file);
+  if (!loaded.ok()) return loaded.status();
+  return LlamaModel::create(loaded->config, std::move(loaded->weights));
+}
+
 // LlamaModel::create packs the Q8_0 layer matrices into panels on AVX-512 VNNI and gives their
 // mapped pages back; release_cpu_panels (another backend runs the model) returns the products to
 // the stored weights, which must read the file again. Both paths round the activations to the same
 // Q8_0 blocks and sum each block exactly, so they differ only in the order of the float sums.
 TEST(StoredWeights, Q8_0LayersArePackedOnceAndTheStoredPagesStayReadable) {
-  const SyntheticModelSpec spec = wide_spec();
   testing::TempDir dir;
-  const GgufFileType* q8 = nullptr;
-  for (const GgufFileType& type : gguf_file_types()) {
-    if (type.base == DType::kQ8_0) q8 = &type;
-  }
-  ASSERT_NE(q8, nullptr);
-  const auto file = dir / "q8_0.gguf";
-  ASSERT_TRUE(write_synthetic_gguf(spec, *q8, file).ok());
-  Result<LoadedModel> loaded = load_model(file);
-  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
-  Result<LlamaModel> model = LlamaModel::create(loaded->config, std::move(loaded->weights));
-  ASSERT_TRUE(model.ok());
+  Result<LlamaModel> model = q8_0_model(dir / "q8_0.gguf");
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
   const bool packs = cpu::prelays_int8_panels(DType::kQ8_0, cpu::best_isa());
   for (const LlamaLayerWeights& l : model->weights().layers) {
     for (const WeightTensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
@@ -182,19 +186,9 @@ TEST(StoredWeights, Q8_0LayersArePackedOnceAndTheStoredPagesStayReadable) {
 // entry, bit for bit, on the whole vocabulary and on a slice of it; the other logits are those bits
 // or −inf, and most are −inf (the Q16 pass skipped).
 TEST(StoredWeights, LargestOnlyLogitsKeepEachRowsGreedyToken) {
-  const SyntheticModelSpec spec = wide_spec();
   testing::TempDir dir;
-  const GgufFileType* q8 = nullptr;
-  for (const GgufFileType& type : gguf_file_types()) {
-    if (type.base == DType::kQ8_0) q8 = &type;
-  }
-  ASSERT_NE(q8, nullptr);
-  const auto file = dir / "q8_0.gguf";
-  ASSERT_TRUE(write_synthetic_gguf(spec, *q8, file).ok());
-  Result<LoadedModel> loaded = load_model(file);
-  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
-  Result<LlamaModel> model = LlamaModel::create(loaded->config, std::move(loaded->weights));
-  ASSERT_TRUE(model.ok());
+  Result<LlamaModel> model = q8_0_model(dir / "q8_0.gguf");
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
   if (model->weights().lm_head.panels == nullptr) GTEST_SKIP() << "no AVX-512 VNNI on this CPU: Q8_0 stays as stored";
   const LlamaConfig& c = model->config();
   std::vector<int32_t> tokens(20), positions(tokens.size());
