@@ -22,6 +22,8 @@
 #include "star/backend/cpu/dot_kernels.h"
 #include "star/backend/cpu/gemm.h"
 #include "star/backend/cpu/matmul.h"
+#include "star/model/dtype.h"
+#include "star/quant/blocks.h"
 #include "star/quant/dequantize.h"
 
 namespace star {
@@ -566,6 +568,39 @@ TEST(StoredMatmul, PrelaidWideActivationMaximaKeepEachRowsFirstLargest) {
       if (n > 4) EXPECT_LT(kept_random, (n - 4) * count / 4) << "n=" << n;
     }
   }
+}
+
+// Where the two roundings disagree on the largest output, the maxima follow Q16. Two unit-scale
+// weight rows in different panels, 1.0 at element 1 (row 0) and 114/127 at element 2 (row 16),
+// against x = (127, 0.49, 0.51, 0, ...): Q8_0 rounds x's block by 1 (0.49 -> 0, 0.51 -> 1), so
+// row 16 leads there; Q16 keeps 0.49 and 0.51, so row 0 leads (0.49 against 0.458). A bound of
+// half the size would leave row 0's panel out.
+TEST(StoredMatmul, PrelaidWideActivationMaximaFollowQ16WhereQ8Disagrees) {
+  const int64_t m = 32, k = 32;
+  std::vector<quant::BlockQ8_0> blocks(static_cast<size_t>(m));
+  for (quant::BlockQ8_0& b : blocks) {
+    b.d = f32_to_f16(1.f / 127);
+    std::fill(std::begin(b.qs), std::end(b.qs), int8_t{0});
+  }
+  blocks[0].qs[1] = 127;
+  blocks[16].qs[2] = 114;
+  WeightTensor w;
+  w.dtype = DType::kQ8_0;
+  w.shape = {m, k};
+  w.data = reinterpret_cast<const std::byte*>(blocks.data());
+  if (!cpu::prelay_weight(w, /*row_l1=*/true)) GTEST_SKIP() << "no AVX-512 VNNI on this CPU: Q8_0 stays as stored";
+  std::vector<float> x(static_cast<size_t>(k), 0.f);
+  x[0] = 127.f;
+  x[1] = 0.49f;
+  x[2] = 0.51f;
+  std::vector<float> q8(static_cast<size_t>(m)), whole(q8.size()), maxima(q8.size());
+  cpu::matmul(x.data(), 1, w, q8.data());
+  ASSERT_EQ(first_largest(q8.data(), m), 16) << "the Q8_0 rounding must lead with row 16 for this to test anything";
+  cpu::matmul_wide_activations(x.data(), 1, w, whole.data());
+  ASSERT_EQ(first_largest(whole.data(), m), 0);
+  cpu::matmul_wide_activations_maxima(x.data(), 1, w, maxima.data());
+  EXPECT_EQ(first_largest(maxima.data(), m), 0);
+  EXPECT_EQ(std::bit_cast<uint32_t>(maxima[0]), std::bit_cast<uint32_t>(whole[0]));
 }
 
 // Q, K and V in one call: each output is the very matmul of its weight (same kernel, same

@@ -5,10 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <limits>
 #include <bit>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <numeric>
 
 #include "star/attention/layer_attentions.h"
@@ -196,7 +196,8 @@ TEST(StoredWeights, LargestOnlyLogitsKeepEachRowsGreedyToken) {
   std::iota(positions.begin(), positions.end(), 0);
   std::vector<int64_t> rows(tokens.size());
   std::iota(rows.begin(), rows.end(), 0);
-  const auto first_largest = [](const float* row, int64_t count) {
+  // The logits here are finite: the first largest is the first maximum.
+  const auto first_maximum = [](const float* row, int64_t count) {
     return static_cast<int64_t>(std::max_element(row, row + count) - row);
   };
   int64_t kept = 0, total = 0;
@@ -216,8 +217,8 @@ TEST(StoredWeights, LargestOnlyLogitsKeepEachRowsGreedyToken) {
     for (size_t i = 0; i < rows.size(); ++i) {
       const float* want = whole.data() + i * vocab.count;
       const float* got = largest.data() + i * vocab.count;
-      const int64_t at = first_largest(want, vocab.count);
-      ASSERT_EQ(first_largest(got, vocab.count), at) << "row " << i << ", vocabulary from " << vocab.first;
+      const int64_t at = first_maximum(want, vocab.count);
+      ASSERT_EQ(first_maximum(got, vocab.count), at) << "row " << i << ", vocabulary from " << vocab.first;
       for (int64_t j = 0; j < vocab.count; ++j) {
         const bool same = std::bit_cast<uint32_t>(got[j]) == std::bit_cast<uint32_t>(want[j]);
         ASSERT_TRUE(same || got[j] == -std::numeric_limits<float>::infinity()) << "row " << i << " [" << j << "]";

@@ -582,8 +582,10 @@ void int8_prelaid_panel_q16_maxima(const float* x, int64_t n, const PrelaidPanel
   thread_local Q16Activations q16_activations;
   relay_q16_activations(format.offset, x, n, k, q16_activations);
   const Q16Activations& a16 = q16_activations;
-  // Each float product sums `blocks` scaled block sums: its rounding stays within (blocks + 4)·2⁻²⁴
-  // of Σ|w·x̂|; twice that for margin.
+  // Each output is Σ over `blocks` of float(block sum)·(scale·d): the block sums are exact in int32
+  // (Q8: below 2¹⁹, exact in float too; Q16: below 2²⁷, rounded once to float), scale·d rounds once
+  // and each fused multiply-add once, so the output is within (blocks + 3)·2⁻²⁴·Σ|w·x̂| of its
+  // exact value; (blocks + 4)·2⁻²³ leaves room.
   const double rounding = static_cast<double>(blocks + 4) * 0x1p-23;
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t i = 0; i < n; ++i) {
