@@ -262,19 +262,30 @@ const DotKernel* wide_activation_kernel(DType dtype, Isa isa) {
   return q16 != nullptr ? q16 : find_float_dot_kernel(dtype, isa);
 }
 
+namespace {
+
+// Whether matmul_wide_activations takes n rows of w in its prelaid panels. They take the few rows
+// in place of the Q16 row tiles: the same Q16 codes and exact block sums, each load of 16 weight
+// rows' codes serving up to 6 activation rows, where a row tile loads 2 weight rows per 4 (16 rows
+// against half of `small`'s vocabulary: 5.3 -> 2.3 ms).
+bool wide_activations_in_panels(const WeightTensor& w, int64_t n) {
+  if (w.panels == nullptr || n <= 0 || w.rows() == 0) return false;
+  const DotKernel* kernel = wide_activation_kernel(w.dtype, best_isa());
+  return kernel != nullptr && n <= row_dot_max_rows(*kernel);
+}
+
+}  // namespace
+
 void matmul_wide_activations(const float* x, int64_t n, const WeightTensor& w, float* y) {
   if (w.dtype == DType::kF32 || n == 0 || w.rows() == 0 || w.cols() == 0) {
     matmul(x, n, w, y);
     return;
   }
-  const DotKernel* kernel = wide_activation_kernel(w.dtype, best_isa());
-  // Prelaid panels take the few rows in place of the Q16 row tiles: the same Q16 codes and exact
-  // block sums, each load of 16 weight rows' codes serving up to 6 activation rows, where a row
-  // tile loads 2 weight rows per 4 (16 rows against half of `small`'s vocabulary: 5.3 -> 2.3 ms).
-  if (w.panels != nullptr && kernel != nullptr && n <= row_dot_max_rows(*kernel)) {
+  if (wide_activations_in_panels(w, n)) {
     int8_prelaid_panel_matmul_q16(x, n, {w.panels.get(), y, w.panel_first, w.rows()});
     return;
   }
+  const DotKernel* kernel = wide_activation_kernel(w.dtype, best_isa());
   if (kernel != nullptr && n <= row_dot_max_rows(*kernel)) {
     const MatmulOutput output{&w, y};
     matmul_row_dots(x, n, {&output, 1}, *kernel, /*accumulate=*/false);
@@ -286,9 +297,8 @@ void matmul_wide_activations(const float* x, int64_t n, const WeightTensor& w, f
 }
 
 void matmul_wide_activations_maxima(const float* x, int64_t n, const WeightTensor& w, float* y) {
-  const DotKernel* kernel = w.dtype == DType::kF32 ? nullptr : wide_activation_kernel(w.dtype, best_isa());
-  if (w.panels != nullptr && !w.panels->row_l1.empty() && kernel != nullptr && n > 0 && n <= row_dot_max_rows(*kernel) &&
-      w.rows() > 0) {
+  // Only where the whole product would take the panels: the maxima keep those bits.
+  if (wide_activations_in_panels(w, n) && !w.panels->row_l1.empty()) {
     int8_prelaid_panel_q16_maxima(x, n, {w.panels.get(), y, w.panel_first, w.rows()});
     return;
   }
